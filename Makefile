@@ -1,0 +1,38 @@
+# The few targets people use.  `make test` is what CI runs (.ci/run).
+PY ?= python3
+VENV ?= .venv
+VPY = $(VENV)/bin/python
+
+.PHONY: install test lint format lit pytest demo bench clean
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+
+install: $(VPY)
+	$(VPY) -m pip install -q torch==2.13.0 -e '.[test]'
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+lit: install
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -sv lit/
+
+pytest: install
+	$(VENV)/bin/pytest -q tests
+
+test: lint lit pytest
+
+demo: install
+	$(VPY) -m mlirc.demo
+
+bench: install
+	$(VPY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info lit/**/Output

@@ -1,0 +1,34 @@
+"""mlirc: an MLIR-based compiler for PyTorch.
+
+import torch, mlirc
+model = torch.compile(model, backend="mlirc")
+"""
+
+from __future__ import annotations
+
+from mlirc.errors import MlircError, PipelineError, UnsupportedOpError, VerificationError
+from mlirc.frontend.backend import mlirc_backend
+from mlirc.frontend.stats import CompileStats, reset_stats, stats
+
+__version__ = "0.1.0"
+
+
+def _register_backend() -> None:
+    from torch._dynamo.backends.registry import _BACKENDS, register_backend
+
+    if "mlirc" not in _BACKENDS:
+        register_backend(name="mlirc")(mlirc_backend)
+
+
+_register_backend()
+
+__all__ = [
+    "CompileStats",
+    "MlircError",
+    "PipelineError",
+    "UnsupportedOpError",
+    "VerificationError",
+    "mlirc_backend",
+    "reset_stats",
+    "stats",
+]

@@ -1,0 +1,1 @@
+"""Code generation backends: cpu (LLVM via llvmlite) and gpu (Triton)."""

@@ -1,0 +1,1 @@
+"""CPU backend: kernels module -> LLVM dialect -> LLVM IR -> llvmlite machine code."""

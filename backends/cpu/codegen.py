@@ -1,0 +1,114 @@
+"""Compile a module of kernels for the host CPU and hand back callable kernels.
+
+Kernels use the bare-pointer calling convention (static shapes, contiguous
+buffers): each takes its inputs' then its outputs' data pointers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+from mlir import ir
+from mlir.dialects import func
+from mlir.dialects import llvm as llvm_dialect
+
+from mlirc.errors import PipelineError
+from mlirc.passes.pipelines import CPU
+from mlirc.passes.registry import run_passes
+
+log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _host() -> tuple[str, str]:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def target_machine() -> llvm.TargetMachine:
+    """A new target machine for the host CPU at O3.
+
+    Not cached: an MCJIT engine takes ownership of its target machine and frees
+    it with the engine, so sharing one would leave a dangling pointer.
+    """
+    cpu, features = _host()
+    return llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=features, opt=3)
+
+
+@dataclass
+class KernelSignature:
+    name: str
+    num_args: int  # inputs + outputs, all data pointers
+
+
+@dataclass
+class CompiledKernels:
+    engine: llvm.ExecutionEngine
+    functions: dict[str, ctypes._CFuncPtr]
+    llvm_ir: str
+
+
+def kernel_signatures(module: ir.Module) -> list[KernelSignature]:
+    sigs = []
+    for op in module.body.operations:
+        if isinstance(op, func.FuncOp) and "mlirc.kernel" in op.attributes:
+            ftype = ir.FunctionType(op.attributes["function_type"].value)
+            sigs.append(KernelSignature(op.sym_name.value, len(ftype.inputs) + len(ftype.results)))
+    return sigs
+
+
+def kernels_only(module: ir.Module) -> ir.Module:
+    """A copy of `module` holding just the kernel funcs (the entry stays host-side)."""
+    copy = ir.Module.parse(str(module), module.context)
+    for op in list(copy.body.operations):
+        if isinstance(op, func.FuncOp) and "mlirc.kernel" not in op.attributes:
+            op.operation.erase()
+    return copy
+
+
+def _unconverted_ops(module: ir.Module) -> list[str]:
+    left: list[str] = []
+
+    def walk(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    name = inner.operation.name
+                    if not name.startswith("llvm.") and name not in left:
+                        left.append(name)
+                    walk(inner.operation)
+
+    walk(module.operation)
+    return left
+
+
+def lower_to_llvm_ir(kernels: ir.Module) -> str:
+    run_passes(kernels, CPU, stage="mlirc-stage-cpu")
+    left = _unconverted_ops(kernels)
+    if left:
+        raise PipelineError("mlirc-stage-cpu", f"ops left unconverted to the LLVM dialect: {', '.join(left)}")
+    return str(llvm_dialect.translate_module_to_llvmir(kernels.operation))
+
+
+def compile_kernels(module: ir.Module) -> CompiledKernels:
+    sigs = kernel_signatures(module)
+    kernels = kernels_only(module)
+    llvm_ir = lower_to_llvm_ir(kernels)
+    try:
+        parsed = llvm.parse_assembly(llvm_ir)
+        parsed.verify()
+    except RuntimeError as err:
+        raise PipelineError("llvmlite", f"LLVM IR does not parse: {err}") from err
+    engine = llvm.create_mcjit_compiler(parsed, target_machine())
+    engine.finalize_object()
+    functions = {}
+    for sig in sigs:
+        address = engine.get_function_address(sig.name)
+        proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * sig.num_args))
+        functions[sig.name] = proto(address)
+    return CompiledKernels(engine, functions, llvm_ir)

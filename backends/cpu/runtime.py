@@ -1,0 +1,97 @@
+"""The host wrapper: Python code generated once per graph that allocates outputs
+with torch and calls the kernels in order (like Inductor's wrapper code).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from mlir import ir
+from mlir.dialects import func
+
+from mlirc.backends.cpu.codegen import CompiledKernels
+from mlirc.dialects import shapes
+from mlirc.errors import PipelineError
+
+# Storage element types (bools are i8 bytes, same layout as torch.bool).
+_STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
+
+
+def _dtype(t: ir.Type, logical: torch.dtype | None) -> torch.dtype:
+    if logical is not None:
+        return logical
+    return _STORAGE_TO_TORCH[str(ir.ShapedType(t).element_type)]
+
+
+class WrapperBuilder:
+    """Turns the entry func of a kernels-stage module into Python source."""
+
+    def __init__(self, entry: func.FuncOp, result_dtypes: list[torch.dtype]) -> None:
+        self.entry = entry
+        self.result_dtypes = result_dtypes
+        self.names: dict[object, str] = {}
+        self.lines: list[str] = []
+        self.dtypes: dict[str, torch.dtype] = {}
+
+    def name(self, value: ir.Value) -> str:
+        return self.names[value]
+
+    def fresh(self, value: ir.Value, prefix: str = "buf") -> str:
+        n = f"{prefix}{len(self.names)}"
+        self.names[value] = n
+        return n
+
+    def build(self) -> str:
+        args = [self.fresh(a, "arg") for a in self.entry.entry_block.arguments]
+        self.lines.append(f"def call({', '.join(args)}):")
+        for a in args:
+            self.lines.append(f"    {a} = {a} if {a}.is_contiguous() else {a}.contiguous()")
+        ret = self.entry.entry_block.operations[len(self.entry.entry_block.operations) - 1]
+        logical = {v: d for v, d in zip(ret.operands, self.result_dtypes, strict=False)}
+        for op in self.entry.entry_block.operations:
+            self.emit(op.operation, logical)
+        return "\n".join(self.lines)
+
+    def emit(self, op: ir.Operation, logical: dict) -> None:
+        if op.name == "func.call":
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            outs = []
+            for r in op.results:
+                n = self.fresh(r)
+                shape = list(shapes.shape_of(r))
+                dtype = _dtype(r.type, logical.get(r))
+                self.lines.append(f"    {n} = torch.empty({shape}, dtype={dtype}, device=device)")
+                outs.append(n)
+            ptrs = ", ".join(f"{x}.data_ptr()" for x in [*(self.name(v) for v in op.operands), *outs])
+            self.lines.append(f"    kernels[{callee!r}]({ptrs})")
+        elif op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+            n = self.fresh(op.results[0], "view")
+            self.lines.append(f"    {n} = {self.name(op.operands[0])}.view({list(shapes.shape_of(op.results[0]))})")
+        elif op.name == "tensor.extract_slice":
+            offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+            sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+            strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+            index = ", ".join(f"{o}:{o + s * st}:{st}" for o, s, st in zip(offsets, sizes, strides, strict=False))
+            n = self.fresh(op.results[0], "view")
+            self.lines.append(f"    {n} = {self.name(op.operands[0])}[{index}]")
+        elif op.name == "func.return":
+            outs = ", ".join(
+                self.name(v) + (".view(torch.bool)" if d == torch.bool else "")
+                for v, d in zip(op.operands, self.result_dtypes, strict=False)
+            )
+            self.lines.append(f"    return ({outs}{',' if len(op.operands) == 1 else ''})")
+        else:
+            raise PipelineError("mlirc-host-wrapper", f"op {op.name} cannot run on the host")
+
+
+def build_wrapper(
+    module: ir.Module, compiled: CompiledKernels, result_dtypes: list[torch.dtype], device: torch.device
+) -> tuple[Callable, str]:
+    entry = next(op for op in module.body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes)
+    source = WrapperBuilder(entry, result_dtypes).build()
+    scope = {"torch": torch, "kernels": compiled.functions, "device": device}
+    exec(compile(source, "<mlirc-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
+    call = scope["call"]
+    call._mlirc_engine = compiled  # keep the JIT'd code alive with the wrapper
+    return call, source

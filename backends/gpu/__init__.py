@@ -1,0 +1,1 @@
+"""GPU backend (Triton `tt` dialect); see the GPU backend issue."""

@@ -1,0 +1,29 @@
+"""Run-time switches, read from the environment once and changeable from Python.
+
+MLIRC_STRICT=1       raise instead of falling back to eager for unsupported ops / failed regions
+MLIRC_DUMP_DIR=path  write each stage's IR of every compiled region under this folder
+MLIRC_VECTORIZE=0    turn off the CPU vectorization schedule (debugging aid)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() not in ("0", "false", "no", "off", "")
+
+
+@dataclass
+class Config:
+    strict: bool = field(default_factory=lambda: _env_flag("MLIRC_STRICT", False))
+    dump_dir: str | None = field(default_factory=lambda: os.environ.get("MLIRC_DUMP_DIR"))
+    vectorize: bool = field(default_factory=lambda: _env_flag("MLIRC_VECTORIZE", True))
+    vector_width_bytes: int = 32
+
+
+config = Config()

@@ -1,0 +1,101 @@
+"""Shape and dtype rules of the mlirc dialect, in one place.
+
+Element types are MLIR builtin types; torch dtypes map onto them through
+`TORCH_TO_MLIR`.  A dynamic dimension is `None` here and `?` in the IR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from mlir import ir
+
+from mlirc.errors import VerificationError
+
+Shape = tuple[int | None, ...]
+
+# torch dtype -> MLIR element type spelling.  Integers are signless in MLIR; the
+# ops that care about signedness (division, comparisons, casts) treat them as signed,
+# which is why unsigned dtypes other than bool are left out.
+TORCH_TO_MLIR: dict[torch.dtype, str] = {
+    torch.float32: "f32",
+    torch.float64: "f64",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.int16: "i16",
+    torch.int8: "i8",
+    torch.bool: "i1",
+}
+MLIR_TO_TORCH: dict[str, torch.dtype] = {v: k for k, v in TORCH_TO_MLIR.items()}
+
+
+def is_supported_dtype(dtype: torch.dtype) -> bool:
+    return dtype in TORCH_TO_MLIR
+
+
+def element_type(dtype: torch.dtype) -> ir.Type:
+    return ir.Type.parse(TORCH_TO_MLIR[dtype])
+
+
+def tensor_type(shape: Sequence[int | None], elem: ir.Type) -> ir.RankedTensorType:
+    dims = [ir.ShapedType.get_dynamic_size() if d is None else int(d) for d in shape]
+    return ir.RankedTensorType.get(dims, elem)
+
+
+def torch_tensor_type(shape: Sequence[int | None], dtype: torch.dtype) -> ir.RankedTensorType:
+    """The one place that turns a torch shape/dtype into an IR type (symbolic dims -> `?`)."""
+    return tensor_type(shape, element_type(dtype))
+
+
+def shape_of(value_or_type: ir.Value | ir.Type) -> Shape:
+    t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
+    t = ir.RankedTensorType(t)
+    return tuple(None if t.is_dynamic_dim(i) else t.shape[i] for i in range(t.rank))
+
+
+def elem_of(value_or_type: ir.Value | ir.Type) -> ir.Type:
+    t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
+    return ir.ShapedType(t).element_type
+
+
+def is_float(elem: ir.Type) -> bool:
+    return isinstance(elem, (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type))
+
+
+def is_bool(elem: ir.Type) -> bool:
+    return isinstance(elem, ir.IntegerType) and ir.IntegerType(elem).width == 1
+
+
+def broadcast_shapes(*shapes: Shape) -> Shape:
+    """numpy/torch broadcasting of static shapes."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int | None] = []
+    for axis in range(rank):
+        dim: int | None = 1
+        for shape in shapes:
+            i = axis - (rank - len(shape))
+            if i < 0 or shape[i] == 1:
+                continue
+            if dim in (1, None) or shape[i] == dim:
+                dim = shape[i]
+            else:
+                raise VerificationError(f"shapes {list(shapes)} do not broadcast")
+        out.append(dim)
+    return tuple(out)
+
+
+def normalize_dims(dims: Sequence[int], rank: int) -> tuple[int, ...]:
+    return tuple(sorted({d % rank if rank else 0 for d in dims}))
+
+
+def reduced_shape(shape: Shape, dims: Sequence[int], keepdim: bool) -> Shape:
+    if keepdim:
+        return tuple(1 if i in dims else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in dims)
+
+
+def conv_output_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int, dilation: int) -> int:
+    return (size + pad_lo + pad_hi - dilation * (kernel - 1) - 1) // stride + 1

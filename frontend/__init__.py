@@ -1,0 +1,1 @@
+"""Frontend: Dynamo backend, AOTAutograd, decompositions, partitioner, FX importer."""

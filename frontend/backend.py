@@ -1,0 +1,109 @@
+"""The `mlirc` Dynamo backend: AOTAutograd -> partition -> compile regions.
+
+`torch.compile(model, backend="mlirc")` reaches `mlirc_backend` through the
+`torch_dynamo_backends` entry point (or `import mlirc`, which registers it).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch._dynamo.backends.common import aot_autograd
+
+from mlirc.config import config
+from mlirc.errors import MlircError, UnsupportedOpError
+from mlirc.frontend import partitioner
+from mlirc.frontend.compile import compile_region
+from mlirc.frontend.decompositions import decomposition_table
+from mlirc.frontend.stats import stats
+
+log = logging.getLogger(__name__)
+
+
+def _compute_nodes(gm: fx.GraphModule) -> int:
+    return sum(1 for n in gm.graph.nodes if n.op == "call_function" and n.target.__class__.__name__ == "OpOverload")
+
+
+def _device_of(example_inputs: Sequence[Any]) -> torch.device:
+    for x in example_inputs:
+        if isinstance(x, torch.Tensor):
+            return x.device
+    return torch.device("cpu")
+
+
+class _RegionModule(torch.nn.Module):
+    """Stands in for a fused submodule: calls the compiled region."""
+
+    def __init__(self, call: Callable, single_output: bool) -> None:
+        super().__init__()
+        self.call = call
+        self.single_output = single_output
+
+    def forward(self, *args: torch.Tensor) -> Any:
+        out = self.call(*args)
+        return out[0] if self.single_output else out
+
+
+def _try_compile(gm: fx.GraphModule, device: torch.device) -> Callable | None:
+    st = stats()
+    try:
+        region = compile_region(gm, device)
+    except MlircError as err:
+        st.failed_regions += 1
+        st.fallback_nodes += _compute_nodes(gm)
+        if config.strict:
+            raise
+        warnings.warn(f"mlirc: a region runs eagerly because compilation failed: {err}", stacklevel=2)
+        return None
+    st.compiled_regions += 1
+    st.compiled_nodes += _compute_nodes(gm)
+    st.kernels += region.kernel_count
+    return region.call
+
+
+def _output_is_single(gm: fx.GraphModule) -> bool:
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    return not isinstance(out, (tuple, list))
+
+
+def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """An AOTAutograd fw/bw compiler: returns a callable with the graph's semantics."""
+    st = stats()
+    st.graphs += 1
+    device = _device_of(example_inputs)
+    unsupported = partitioner.unsupported_nodes(gm)
+    if not unsupported:
+        call = _try_compile(gm, device)
+        if call is not None:
+            return call if not _output_is_single(gm) else (lambda *a: call(*a)[0])
+        return gm
+    for node, reason in unsupported:
+        op = str(node.target)
+        if config.strict:
+            raise UnsupportedOpError(op, reason)
+        partitioner.log_fallback_once(op, reason)
+        st.fallback_nodes += 1
+        st.fallback_ops[f"{op}: {reason}"] += 1
+    split = partitioner.partition(gm)
+    for name, sub in list(split.named_children()):
+        if not name.startswith("fused_") or not isinstance(sub, fx.GraphModule):
+            continue
+        call = _try_compile(sub, device)
+        if call is not None:
+            setattr(split, name, _RegionModule(call, _output_is_single(sub)))
+    split.recompile()
+    return split
+
+
+def mlirc_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
+    """The Dynamo backend entry point."""
+    return aot_autograd(
+        fw_compiler=compile_fx_graph,
+        bw_compiler=compile_fx_graph,
+        decompositions=decomposition_table(),
+    )(gm, example_inputs, **kwargs)

@@ -1,0 +1,94 @@
+"""Compile one supported FX region: import, run the stages, JIT, wrap.
+
+On a pass failure the stage's input IR is written to a file and the error names
+the pass and a ready `mlirc-opt` command that reproduces it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.fx as fx
+from mlir import ir
+
+from mlirc.backends.cpu.codegen import compile_kernels
+from mlirc.backends.cpu.runtime import build_wrapper
+from mlirc.config import config
+from mlirc.dialects import make_context
+from mlirc.errors import PipelineError
+from mlirc.frontend.importer import FxImporter, node_meta
+from mlirc.passes.pipelines import STAGES
+from mlirc.passes.registry import run_passes
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CompiledRegion:
+    call: Callable
+    wrapper_source: str
+    kernel_count: int
+    stage_ir: dict[str, str]
+
+
+def _dump(name: str, stage: str, text: str) -> str | None:
+    if not config.dump_dir:
+        return None
+    os.makedirs(config.dump_dir, exist_ok=True)
+    path = os.path.join(config.dump_dir, f"{name}.{stage}.mlir")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def _repro(stage_input: str, name: str, stage: str) -> str:
+    path = _dump(name, f"before-{stage}", stage_input)
+    if path is None:
+        fd, path = tempfile.mkstemp(prefix=f"mlirc-{name}-before-{stage}-", suffix=".mlir")
+        with os.fdopen(fd, "w") as f:
+            f.write(stage_input)
+    return f"mlirc-opt {path} -p mlirc-stage-{stage}"
+
+
+def _run_stage(module: ir.Module, stage: str, name: str, stage_ir: dict[str, str]) -> None:
+    elements = STAGES[stage]
+    before = str(module)
+    try:
+        run_passes(module, elements, stage=f"mlirc-stage-{stage}")
+    except PipelineError as err:
+        raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, stage)) from err
+    stage_ir[stage] = str(module)
+    _dump(name, stage, stage_ir[stage])
+
+
+_region_counter = 0
+
+
+def compile_region(gm: fx.GraphModule, device: torch.device | None = None) -> CompiledRegion:
+    global _region_counter
+    _region_counter += 1
+    name = f"region{_region_counter}"
+    context = make_context()
+    module = FxImporter(context).import_graph(gm)
+    stage_ir = {"mlirc": str(module)}
+    _dump(name, "mlirc", stage_ir["mlirc"])
+    with context:
+        _run_stage(module, "linalg", name, stage_ir)
+        _run_stage(module, "kernels", name, stage_ir)
+        before = str(module)
+        try:
+            compiled = compile_kernels(module)
+        except PipelineError as err:
+            raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, "cpu")) from err
+    outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    result_dtypes = [node_meta(n).dtype for n in outputs]
+    device = device or torch.device("cpu")
+    call, source = build_wrapper(module, compiled, result_dtypes, device)
+    _dump(name, "wrapper", source)
+    return CompiledRegion(call, source, len(compiled.functions), stage_ir)

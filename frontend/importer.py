@@ -1,0 +1,172 @@
+"""FX (ATen) graph -> `mlirc` dialect on tensors.
+
+The importer walks the graph in order and maps each node through the lowering
+table in `lowerings.py` (keyed by ATen OpOverload).  Types come from each node's
+FakeTensor metadata through `shapes.torch_tensor_type`, the one place that would
+emit `?` for symbolic dims.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.fx as fx
+from mlir import ir
+from mlir.dialects import func
+
+from mlirc.dialects import builders, shapes
+from mlirc.dialects.mlirc_dialect import make_context
+from mlirc.errors import UnsupportedOpError, VerificationError
+
+log = logging.getLogger(__name__)
+
+
+def node_meta(node: fx.Node) -> Any:
+    return node.meta.get("val", node.meta.get("example_value"))
+
+
+class LoweringContext:
+    """What a lowering function sees: the node's values, metadata and helpers."""
+
+    def __init__(self, values: dict[fx.Node, Any]) -> None:
+        self.values = values
+
+    def value(self, arg: Any, like: ir.Value | None = None, elem: ir.Type | None = None) -> ir.Value:
+        """An fx argument as an IR value; Python scalars become 0-d constants."""
+        if isinstance(arg, fx.Node):
+            return self.values[arg]
+        if isinstance(arg, (bool, int, float)):
+            if elem is None:
+                elem = shapes.elem_of(like) if like is not None else ir.F32Type.get()
+            return builders.scalar_constant(arg, elem)
+        raise VerificationError(f"cannot use {arg!r} as a tensor operand")
+
+    def typed(self, arg: Any, dtype: torch.dtype) -> ir.Value:
+        """An fx argument converted to `dtype` (the op's computation dtype)."""
+        elem = shapes.element_type(dtype)
+        if isinstance(arg, fx.Node):
+            return builders.convert(self.values[arg], elem)
+        return builders.scalar_constant(arg, elem)
+
+
+def _meta_of_arg(arg: Any) -> Any:
+    return node_meta(arg) if isinstance(arg, fx.Node) else arg
+
+
+def result_dtype(*args: Any) -> torch.dtype:
+    """torch's type promotion over tensors and Python scalars."""
+    metas = [_meta_of_arg(a) for a in args]
+    tensors = [m for m in metas if isinstance(m, torch.Tensor)]
+    if len(metas) == 1:
+        return tensors[0].dtype
+    return torch.result_type(*metas[:2]) if len(metas) == 2 else _promote_many(metas)
+
+
+def _promote_many(metas: Sequence[Any]) -> torch.dtype:
+    dtype = torch.result_type(metas[0], metas[1])
+    for m in metas[2:]:
+        dtype = torch.promote_types(
+            dtype, m.dtype if isinstance(m, torch.Tensor) else torch.result_type(torch.empty((), dtype=dtype), m)
+        )
+    return dtype
+
+
+def unsupported_reason(node: fx.Node) -> str | None:
+    """Why `node` cannot be imported, or None when it can (used by the partitioner)."""
+    from mlirc.frontend.lowerings import CHECKS, LOWERINGS
+
+    if node.op != "call_function":
+        return None
+    if node.target is operator.getitem:
+        return None
+    if node.target not in LOWERINGS:
+        return "no lowering"
+    for meta in _tensor_metas(node):
+        if not shapes.is_supported_dtype(meta.dtype):
+            return f"dtype {meta.dtype} not supported"
+        if any(not isinstance(d, int) for d in meta.shape):
+            return "symbolic shapes not supported yet"
+    check = CHECKS.get(node.target)
+    return check(node) if check else None
+
+
+def _tensor_metas(node: fx.Node) -> list[torch.Tensor]:
+    metas = [node_meta(node)]
+    metas += [node_meta(a) for a in node.all_input_nodes]
+    flat: list[Any] = []
+    for m in metas:
+        flat.extend(m if isinstance(m, (tuple, list)) else [m])
+    return [m for m in flat if isinstance(m, torch.Tensor)]
+
+
+class FxImporter:
+    """Imports one ATen FX graph as `func.func @main` in a new module."""
+
+    def __init__(self, context: ir.Context | None = None) -> None:
+        self.context = context or make_context()
+
+    def import_graph(self, gm: fx.GraphModule, func_name: str = "main") -> ir.Module:
+        from mlirc.frontend.lowerings import LOWERINGS
+
+        with self.context, ir.Location.unknown():
+            module = ir.Module.create()
+            placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+            arg_types = [self._type_of(n) for n in placeholders]
+            output_node = next(n for n in gm.graph.nodes if n.op == "output")
+            outputs = output_node.args[0]
+            outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+            result_types = [self._type_of(n) for n in outputs]
+            with ir.InsertionPoint(module.body):
+                fn = func.FuncOp(func_name, (arg_types, result_types))
+            entry = fn.add_entry_block()
+            values: dict[fx.Node, Any] = dict(zip(placeholders, entry.arguments, strict=False))
+            lctx = LoweringContext(values)
+            with ir.InsertionPoint(entry):
+                for node in gm.graph.nodes:
+                    if node.op != "call_function":
+                        continue
+                    with ir.Location.name(_location_name(node)):
+                        values[node] = self._lower_node(node, lctx, LOWERINGS)
+                func.ReturnOp([self._checked_output(values[n], n) for n in outputs])
+            fn.attributes["mlirc.entry"] = ir.UnitAttr.get()
+            try:
+                module.operation.verify()
+            except ir.MLIRError as err:
+                raise VerificationError(f"imported module does not verify: {err}") from err
+        return module
+
+    def _lower_node(self, node: fx.Node, lctx: LoweringContext, table: dict) -> Any:
+        if node.target is operator.getitem:
+            source, index = node.args
+            return lctx.values[source][index]
+        lowering = table.get(node.target)
+        if lowering is None:
+            raise UnsupportedOpError(str(node.target), "no lowering in mlirc's table")
+        result = lowering(lctx, node)
+        if isinstance(result, ir.Value):
+            result = self._checked_output(result, node)
+        return result
+
+    def _type_of(self, node: fx.Node) -> ir.Type:
+        meta = node_meta(node)
+        if not isinstance(meta, torch.Tensor):
+            raise UnsupportedOpError(node.name, f"graph input/output is not a tensor ({type(meta).__name__})")
+        return shapes.torch_tensor_type(tuple(meta.shape), meta.dtype)
+
+    def _checked_output(self, value: ir.Value, node: fx.Node) -> ir.Value:
+        """Cross-check the dialect's shape rules against torch's metadata."""
+        meta = node_meta(node)
+        if isinstance(meta, torch.Tensor) and value.type != self._type_of(node):
+            raise VerificationError(
+                f"{node.format_node()}: mlirc type {value.type} but torch says {self._type_of(node)}"
+            )
+        return value
+
+
+def _location_name(node: fx.Node) -> str:
+    target = getattr(node.target, "__name__", str(node.target))
+    return f"{node.name}:{target}"

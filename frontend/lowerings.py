@@ -1,0 +1,281 @@
+"""The ATen -> mlirc lowering table.
+
+`LOWERINGS[aten_op](lctx, node)` returns the op's IR value (or a tuple for
+multi-result ops); `CHECKS[aten_op](node)` returns a reason string when a
+particular call cannot be lowered (the partitioner then leaves it to eager).
+Each lowering is one small function; families of ops share a factory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx as fx
+from mlir import ir
+
+from mlirc.dialects import builders as b
+from mlirc.dialects import shapes
+from mlirc.frontend.importer import LoweringContext, node_meta, result_dtype
+
+aten = torch.ops.aten
+Lowering = Callable[[LoweringContext, fx.Node], Any]
+
+LOWERINGS: dict[Any, Lowering] = {}
+CHECKS: dict[Any, Callable[[fx.Node], str | None]] = {}
+
+
+def register(*ops: Any, check: Callable[[fx.Node], str | None] | None = None) -> Callable[[Lowering], Lowering]:
+    def wrap(fn: Lowering) -> Lowering:
+        for op in ops:
+            LOWERINGS[op] = fn
+            if check is not None:
+                CHECKS[op] = check
+        return fn
+
+    return wrap
+
+
+def _first_meta(node: fx.Node) -> torch.Tensor:
+    meta = node_meta(node)
+    return meta[0] if isinstance(meta, (tuple, list)) else meta
+
+
+def out_dtype(node: fx.Node) -> torch.dtype:
+    return _first_meta(node).dtype
+
+
+def out_shape(node: fx.Node) -> tuple[int, ...]:
+    return tuple(_first_meta(node).shape)
+
+
+def arg(node: fx.Node, index: int, name: str, default: Any = None) -> Any:
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def _unary(name: str) -> Lowering:
+    """Computed in the result dtype (exp of an int tensor is float)."""
+
+    def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+        return b.elementwise(name, lctx.typed(node.args[0], out_dtype(node)))
+
+    return lower
+
+
+def _predicate(name: str) -> Lowering:
+    """Computed in the input dtype, result bool."""
+
+    def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+        return b.elementwise(name, lctx.value(node.args[0]))
+
+    return lower
+
+
+def _binary(name: str) -> Lowering:
+    def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+        dtype = out_dtype(node)
+        return b.elementwise(name, lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype))
+
+    return lower
+
+
+def _compare(name: str) -> Lowering:
+    def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+        dtype = result_dtype(node.args[0], node.args[1])
+        return b.elementwise(name, lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype))
+
+    return lower
+
+
+def _logical(name: str) -> Lowering:
+    def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+        operands = [lctx.typed(a, torch.bool) for a in node.args[: 1 if name == "logical_not" else 2]]
+        return b.elementwise(name, *operands)
+
+    return lower
+
+
+UNARY_TABLE = {
+    aten.neg.default: "neg",
+    aten.abs.default: "abs",
+    aten.exp.default: "exp",
+    aten.exp2.default: "exp2",
+    aten.expm1.default: "expm1",
+    aten.log.default: "log",
+    aten.log2.default: "log2",
+    aten.log10.default: "log10",
+    aten.log1p.default: "log1p",
+    aten.sqrt.default: "sqrt",
+    aten.rsqrt.default: "rsqrt",
+    aten.sin.default: "sin",
+    aten.cos.default: "cos",
+    aten.tan.default: "tan",
+    aten.asin.default: "asin",
+    aten.acos.default: "acos",
+    aten.atan.default: "atan",
+    aten.sinh.default: "sinh",
+    aten.cosh.default: "cosh",
+    aten.tanh.default: "tanh",
+    aten.asinh.default: "asinh",
+    aten.acosh.default: "acosh",
+    aten.atanh.default: "atanh",
+    aten.sigmoid.default: "sigmoid",
+    aten.erf.default: "erf",
+    aten.floor.default: "floor",
+    aten.ceil.default: "ceil",
+    aten.round.default: "round",
+    aten.trunc.default: "trunc",
+    aten.sign.default: "sign",
+    aten.reciprocal.default: "reciprocal",
+    aten.bitwise_not.default: "bitwise_not",
+    aten.relu.default: "relu",
+}
+PREDICATE_TABLE = {aten.isnan.default: "isnan", aten.isinf.default: "isinf"}
+BINARY_TABLE = {
+    aten.mul.Tensor: "mul",
+    aten.mul.Scalar: "mul",
+    aten.div.Tensor: "div",
+    aten.div.Scalar: "div",
+    aten.remainder.Tensor: "remainder",
+    aten.remainder.Scalar: "remainder",
+    aten.fmod.Tensor: "fmod",
+    aten.fmod.Scalar: "fmod",
+    aten.pow.Tensor_Tensor: "pow",
+    aten.pow.Tensor_Scalar: "pow",
+    aten.maximum.default: "maximum",
+    aten.minimum.default: "minimum",
+    aten.atan2.default: "atan2",
+    aten.bitwise_and.Tensor: "bitwise_and",
+    aten.bitwise_or.Tensor: "bitwise_or",
+    aten.bitwise_xor.Tensor: "bitwise_xor",
+    aten.bitwise_and.Scalar: "bitwise_and",
+    aten.bitwise_or.Scalar: "bitwise_or",
+    aten.bitwise_xor.Scalar: "bitwise_xor",
+}
+COMPARE_TABLE = {getattr(aten, name).Tensor: name for name in ("eq", "ne", "lt", "le", "gt", "ge")} | {
+    getattr(aten, name).Scalar: name for name in ("eq", "ne", "lt", "le", "gt", "ge")
+}
+LOGICAL_TABLE = {
+    aten.logical_not.default: "logical_not",
+    aten.logical_and.default: "logical_and",
+    aten.logical_or.default: "logical_or",
+    aten.logical_xor.default: "logical_xor",
+}
+
+for table, factory in (
+    (UNARY_TABLE, _unary), (PREDICATE_TABLE, _predicate), (BINARY_TABLE, _binary),
+    (COMPARE_TABLE, _compare), (LOGICAL_TABLE, _logical),
+):  # fmt: skip
+    for aten_op, mlirc_name in table.items():
+        register(aten_op)(factory(mlirc_name))
+
+
+def _no_bool_arith(node: fx.Node) -> str | None:
+    return "bool arithmetic" if out_dtype(node) == torch.bool else None
+
+
+for _op in (aten.abs.default, aten.neg.default, aten.sign.default, aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor):
+    CHECKS[_op] = _no_bool_arith
+
+
+@register(aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar, check=_no_bool_arith)
+def _add_sub(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    lhs, rhs = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
+    alpha = node.kwargs.get("alpha", 1)
+    if alpha != 1:
+        rhs = b.elementwise("mul", rhs, lctx.typed(alpha, dtype))
+    name = "add" if node.target in (aten.add.Tensor, aten.add.Scalar) else "sub"
+    return b.elementwise(name, lhs, rhs)
+
+
+@register(aten.rsub.Scalar, aten.rsub.Tensor)
+def _rsub(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    rhs = lctx.typed(node.args[1], dtype)
+    alpha = node.kwargs.get("alpha", 1)
+    lhs = lctx.typed(node.args[0], dtype)
+    if alpha != 1:
+        lhs = b.elementwise("mul", lhs, lctx.typed(alpha, dtype))
+    return b.elementwise("sub", rhs, lhs)
+
+
+def _div_mode_check(node: fx.Node) -> str | None:
+    mode = node.kwargs.get("rounding_mode")
+    return None if mode in (None, "trunc", "floor") else f"rounding_mode={mode}"
+
+
+@register(aten.div.Tensor_mode, aten.div.Scalar_mode, check=_div_mode_check)
+def _div_mode(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    lhs, rhs = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
+    mode = node.kwargs.get("rounding_mode")
+    if mode == "floor":
+        return b.elementwise("floor_div", lhs, rhs)
+    quotient = b.elementwise("div", lhs, rhs)
+    return b.elementwise("trunc", quotient) if dtype.is_floating_point else quotient
+
+
+@register(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
+def _where(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    cond = lctx.typed(node.args[0], torch.bool)
+    return b.elementwise("select", cond, lctx.typed(node.args[1], dtype), lctx.typed(node.args[2], dtype))
+
+
+@register(aten.clamp.default, aten.clamp.Tensor, aten.clamp_min.default, aten.clamp_max.default, check=_no_bool_arith)
+def _clamp(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    result = lctx.typed(node.args[0], dtype)
+    if node.target == aten.clamp_max.default:
+        low, high = None, node.args[1]
+    else:
+        low, high = arg(node, 1, "min"), arg(node, 2, "max")
+    if low is not None:
+        result = b.elementwise("maximum", result, lctx.typed(low, dtype))
+    if high is not None:
+        result = b.elementwise("minimum", result, lctx.typed(high, dtype))
+    return result
+
+
+@register(
+    aten._to_copy.default,
+    check=lambda n: None if n.kwargs.get("device") in (None, node_meta(n.args[0]).device) else "device change",
+)
+def _to_copy(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    return b.convert(lctx.value(node.args[0]), shapes.element_type(out_dtype(node)))
+
+
+@register(aten.gelu.default)
+def _gelu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    x = lctx.typed(node.args[0], dtype)
+
+    def c(v: float) -> ir.Value:
+        return lctx.typed(v, dtype)
+
+    if node.kwargs.get("approximate", "none") == "tanh":
+        cube = b.elementwise("mul", b.elementwise("mul", x, x), x)
+        inner = b.elementwise(
+            "mul", b.elementwise("add", x, b.elementwise("mul", cube, c(0.044715))), c(0.7978845608028654)
+        )
+        gate = b.elementwise("add", b.elementwise("tanh", inner), c(1.0))
+    else:
+        gate = b.elementwise("add", b.elementwise("erf", b.elementwise("mul", x, c(0.7071067811865476))), c(1.0))
+    return b.elementwise("mul", b.elementwise("mul", x, gate), c(0.5))
+
+
+@register(aten.silu.default)
+def _silu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    x = lctx.typed(node.args[0], out_dtype(node))
+    return b.elementwise("mul", x, b.elementwise("sigmoid", x))
+
+
+# Reductions, data movement and nn ops register themselves on import.
+from mlirc.frontend import lowerings_nn, lowerings_tensor  # noqa: E402,F401

@@ -1,0 +1,239 @@
+"""Lowerings of reductions, normalizations and the matmul/conv/pool family."""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+import torch.fx as fx
+from mlir import ir
+
+from mlirc.dialects import builders as b
+from mlirc.dialects import shapes
+from mlirc.frontend.importer import LoweringContext, node_meta
+from mlirc.frontend.lowerings import arg, out_dtype, out_shape, register
+
+aten = torch.ops.aten
+
+
+def _only_first_result_used(node: fx.Node) -> str | None:
+    for user in node.users:
+        if user.target is not operator.getitem or user.args[1] != 0:
+            return "only the first result of this op can be lowered"
+    return None
+
+
+def _dims(node: fx.Node, index: int, rank: int) -> list[int]:
+    dims = arg(node, index, "dim", None)
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(rank))
+    dims = [dims] if isinstance(dims, int) else dims
+    return [d % rank for d in dims] if rank else []
+
+
+def _reduction(name: str, cast_to_bool: bool = False):
+    def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+        dtype = torch.bool if cast_to_bool else out_dtype(node)
+        x = lctx.typed(node.args[0], dtype)
+        dims = _dims(node, 1, len(shapes.shape_of(x)))
+        keepdim = arg(node, 2, "keepdim", False)
+        return b.convert(b.reduce(name, x, dims, keepdim), shapes.element_type(out_dtype(node)))
+
+    return lower
+
+
+for _ops, _name, _bool in (
+    ((aten.sum.dim_IntList, aten.sum.default), "reduce_sum", False),
+    ((aten.prod.dim_int, aten.prod.default), "reduce_prod", False),
+    ((aten.amax.default,), "reduce_max", False),
+    ((aten.amin.default,), "reduce_min", False),
+    ((aten.any.dim, aten.any.dims, aten.any.default), "reduce_any", True),
+    ((aten.all.dim, aten.all.dims, aten.all.default), "reduce_all", True),
+):
+    register(*_ops)(_reduction(_name, _bool))
+
+
+@register(aten.mean.dim, aten.mean.default)
+def _mean(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    x = lctx.typed(node.args[0], dtype)
+    in_shape = shapes.shape_of(x)
+    dims = _dims(node, 1, len(in_shape))
+    total = b.reduce("reduce_sum", x, dims, arg(node, 2, "keepdim", False))
+    count = math.prod(in_shape[d] for d in dims)
+    return b.elementwise("div", total, lctx.typed(float(count), dtype))
+
+
+def _arg_reduction(name: str):
+    def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+        x = lctx.value(node.args[0])
+        dim = arg(node, 1, "dim", None)
+        keepdim = arg(node, 2, "keepdim", False)
+        if dim is None:  # over the flattened tensor
+            x = b.reshape(x, [math.prod(shapes.shape_of(x))])
+            return b.reshape(b.reduce(name, x, [0], False), out_shape(node))
+        return b.reduce(name, x, [dim], keepdim)
+
+    return lower
+
+
+register(aten.argmax.default)(_arg_reduction("argmax"))
+register(aten.argmin.default)(_arg_reduction("argmin"))
+
+
+@register(aten.max.dim, aten.min.dim)
+def _max_min_dim(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value]:
+    x = lctx.value(node.args[0])
+    dim, keepdim = node.args[1], arg(node, 2, "keepdim", False)
+    is_max = node.target == aten.max.dim
+    values = b.reduce("reduce_max" if is_max else "reduce_min", x, [dim], keepdim)
+    return values, b.reduce("argmax" if is_max else "argmin", x, [dim], keepdim)
+
+
+def _softmax_parts(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """shifted = x - max(x), e = exp(shifted), total = sum(e); all keepdim over `dim`."""
+    x = lctx.typed(node.args[0], out_dtype(node))
+    dim = node.args[1] % len(shapes.shape_of(x))
+    shifted = b.elementwise("sub", x, b.reduce("reduce_max", x, [dim], True))
+    e = b.elementwise("exp", shifted)
+    return shifted, e, b.reduce("reduce_sum", e, [dim], True)
+
+
+@register(aten._softmax.default)
+def _softmax(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    _, e, total = _softmax_parts(lctx, node)
+    return b.elementwise("div", e, total)
+
+
+@register(aten._log_softmax.default)
+def _log_softmax(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    shifted, _, total = _softmax_parts(lctx, node)
+    return b.elementwise("sub", shifted, b.elementwise("log", total))
+
+
+def _reshape_channels(value: ir.Value, rank: int) -> ir.Value:
+    """A per-channel (dim 1) vector shaped to broadcast against an N-d activation."""
+    return b.reshape(value, [1, shapes.shape_of(value)[0]] + [1] * (rank - 2))
+
+
+@register(aten.native_layer_norm.default)
+def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value, ir.Value]:
+    dtype = out_dtype(node)
+    x = lctx.typed(node.args[0], dtype)
+    in_shape = shapes.shape_of(x)
+    norm_dims = list(range(len(in_shape) - len(node.args[1]), len(in_shape)))
+    count = float(math.prod(in_shape[d] for d in norm_dims))
+    mean = b.elementwise("div", b.reduce("reduce_sum", x, norm_dims, True), lctx.typed(count, dtype))
+    centered = b.elementwise("sub", x, mean)
+    var = b.elementwise(
+        "div",
+        b.reduce("reduce_sum", b.elementwise("mul", centered, centered), norm_dims, True),
+        lctx.typed(count, dtype),
+    )
+    rstd = b.elementwise("rsqrt", b.elementwise("add", var, lctx.typed(float(node.args[4]), dtype)))
+    out = b.elementwise("mul", centered, rstd)
+    weight, bias = node.args[2], node.args[3]
+    if weight is not None:
+        out = b.elementwise("mul", out, lctx.typed(weight, dtype))
+    if bias is not None:
+        out = b.elementwise("add", out, lctx.typed(bias, dtype))
+    return out, mean, rstd
+
+
+@register(aten._native_batch_norm_legit_no_training.default, check=_only_first_result_used)
+def _batch_norm_inference(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, None, None]:
+    dtype = out_dtype(node)
+    x = lctx.typed(node.args[0], dtype)
+    rank = len(shapes.shape_of(x))
+    weight, bias, running_mean, running_var = node.args[1:5]
+    eps = float(node.args[6])
+
+    def channel(v: fx.Node) -> ir.Value:
+        return _reshape_channels(lctx.typed(v, dtype), rank)
+
+    scale = b.elementwise("rsqrt", b.elementwise("add", channel(running_var), lctx.typed(eps, dtype)))
+    out = b.elementwise("mul", b.elementwise("sub", x, channel(running_mean)), scale)
+    if weight is not None:
+        out = b.elementwise("mul", out, channel(weight))
+    if bias is not None:
+        out = b.elementwise("add", out, channel(bias))
+    return out, None, None
+
+
+def _float_only(node: fx.Node) -> str | None:
+    return None if out_dtype(node).is_floating_point else "integer matmul"
+
+
+@register(aten.mm.default, check=_float_only)
+def _mm(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    lhs, rhs = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
+    return b.create("matmul", [lhs, rhs], shapes.torch_tensor_type(out_shape(node), dtype))
+
+
+@register(aten.bmm.default, check=_float_only)
+def _bmm(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    lhs, rhs = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
+    return b.create("batch_matmul", [lhs, rhs], shapes.torch_tensor_type(out_shape(node), dtype))
+
+
+@register(aten.addmm.default, check=_float_only)
+def _addmm(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    lhs, rhs = lctx.typed(node.args[1], dtype), lctx.typed(node.args[2], dtype)
+    product = b.create("matmul", [lhs, rhs], shapes.torch_tensor_type(out_shape(node), dtype))
+    beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
+    if alpha != 1:
+        product = b.elementwise("mul", product, lctx.typed(alpha, dtype))
+    bias = lctx.typed(node.args[0], dtype)
+    if beta != 1:
+        bias = b.elementwise("mul", bias, lctx.typed(beta, dtype))
+    return b.elementwise("add", product, bias)
+
+
+def _conv_check(node: fx.Node) -> str | None:
+    if node.args[6]:
+        return "transposed convolution"
+    if len(node_meta(node.args[0]).shape) != 4:
+        return "only 2-D convolution"
+    return _float_only(node)
+
+
+@register(aten.convolution.default, check=_conv_check)
+def _convolution(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    x, weight = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
+    stride, padding, dilation = (list(node.args[i]) for i in (3, 4, 5))
+    result_type = shapes.torch_tensor_type(out_shape(node), dtype)
+    out = b.create(
+        "conv2d", [x, weight], result_type, stride=stride, padding=padding, dilation=dilation, groups=int(node.args[8])
+    )
+    if node.args[2] is not None:
+        out = b.elementwise("add", out, _reshape_channels(lctx.typed(node.args[2], dtype), 4))
+    return out
+
+
+def _pool_check(node: fx.Node) -> str | None:
+    if arg(node, 5, "ceil_mode", False):
+        return "ceil_mode"
+    if len(node_meta(node.args[0]).shape) != 4:
+        return "only batched 2-D pooling"
+    return _only_first_result_used(node)
+
+
+@register(aten.max_pool2d_with_indices.default, check=_pool_check)
+def _max_pool2d(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, None]:
+    x = lctx.value(node.args[0])
+    kernel = list(node.args[1])
+    stride = list(arg(node, 2, "stride", None) or kernel)
+    padding = list(arg(node, 3, "padding", [0, 0]))
+    dilation = list(arg(node, 4, "dilation", [1, 1]))
+    expand = lambda v: v * 2 if len(v) == 1 else v
+    result_type = shapes.tensor_type(out_shape(node), shapes.elem_of(x))
+    out = b.create(
+        "max_pool2d", [x], result_type,
+        kernel=expand(kernel), stride=expand(stride), padding=expand(padding), dilation=expand(dilation),
+    )  # fmt: skip
+    return out, None

@@ -1,0 +1,174 @@
+"""Lowerings of data-movement and tensor-creation ATen ops (views are values here)."""
+
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+from mlir import ir
+
+from mlirc.dialects import builders as b
+from mlirc.dialects import shapes
+from mlirc.frontend.importer import LoweringContext, node_meta
+from mlirc.frontend.lowerings import arg, out_dtype, out_shape, register
+
+aten = torch.ops.aten
+
+
+@register(
+    aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
+    aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.flatten.using_ints,
+)  # fmt: skip
+def _reshape(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    return b.reshape(lctx.value(node.args[0]), out_shape(node))
+
+
+@register(aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default)
+def _identity(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    return lctx.value(node.args[0])
+
+
+@register(aten.expand.default)
+def _expand(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    return b.broadcast(lctx.value(node.args[0]), out_shape(node))
+
+
+@register(aten.permute.default)
+def _permute(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    x = lctx.value(node.args[0])
+    rank = len(shapes.shape_of(x))
+    return b.permute(x, [d % rank for d in node.args[1]])
+
+
+@register(aten.t.default, aten.transpose.int, aten.numpy_T.default)
+def _transpose(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    x = lctx.value(node.args[0])
+    rank = len(shapes.shape_of(x))
+    perm = list(range(rank))
+    if rank >= 2:
+        d0, d1 = (node.args[1] % rank, node.args[2] % rank) if node.target == aten.transpose.int else (0, 1)
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    return b.permute(x, perm)
+
+
+def _slice(x: ir.Value, dim: int, start: int, step: int, result_shape: tuple[int, ...]) -> ir.Value:
+    rank = len(result_shape)
+    starts = [0] * rank
+    steps = [1] * rank
+    starts[dim], steps[dim] = start, step
+    return b.create("slice", [x], shapes.tensor_type(result_shape, shapes.elem_of(x)), starts=starts, steps=steps)
+
+
+@register(aten.slice.Tensor)
+def _slice_tensor(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    x = lctx.value(node.args[0])
+    in_shape = shapes.shape_of(x)
+    dim = arg(node, 1, "dim", 0) % len(in_shape)
+    start = arg(node, 2, "start", None) or 0
+    step = arg(node, 4, "step", 1)
+    size = in_shape[dim]
+    start = min(max(start + size if start < 0 else start, 0), size)
+    return _slice(x, dim, start, step, out_shape(node))
+
+
+@register(aten.select.int)
+def _select(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    x = lctx.value(node.args[0])
+    in_shape = shapes.shape_of(x)
+    dim = node.args[1] % len(in_shape)
+    index = node.args[2] % in_shape[dim]
+    sliced_shape = tuple(1 if i == dim else d for i, d in enumerate(in_shape))
+    return b.reshape(_slice(x, dim, index, 1, sliced_shape), out_shape(node))
+
+
+@register(aten.cat.default)
+def _cat(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    rank = len(out_shape(node))
+    # torch lets 1-D empty tensors join any cat; they contribute nothing.
+    parts = [lctx.typed(t, dtype) for t in node.args[0] if tuple(node_meta(t).shape) != (0,) or rank == 1]
+    dim = arg(node, 1, "dim", 0) % rank
+    result = parts[0]
+    for part in parts[1:]:
+        shape = list(shapes.shape_of(result))
+        shape[dim] += shapes.shape_of(part)[dim]
+        result = b.create("concat", [result, part], shapes.torch_tensor_type(shape, dtype), dim=dim)
+    return result
+
+
+def _pad_check(node: fx.Node) -> str | None:
+    return "negative padding" if any(p < 0 for p in node.args[1]) else None
+
+
+@register(aten.constant_pad_nd.default, check=_pad_check)
+def _constant_pad(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    x = lctx.value(node.args[0])
+    rank = len(shapes.shape_of(x))
+    pad = list(node.args[1])
+    low, high = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):
+        low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    value = lctx.typed(arg(node, 2, "value", 0), out_dtype(node))
+    return b.create("pad", [x, value], shapes.torch_tensor_type(out_shape(node), out_dtype(node)), low=low, high=high)
+
+
+def _index_operand(lctx: LoweringContext, index: fx.Node) -> ir.Value:
+    return lctx.typed(index, torch.int64)
+
+
+@register(aten.index_select.default)
+def _index_select(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    x = lctx.value(node.args[0])
+    dim = node.args[1] % max(len(shapes.shape_of(x)), 1)
+    index = b.reshape(_index_operand(lctx, node.args[2]), [node_meta(node.args[2]).numel()])
+    return b.create("index_select", [x, index], shapes.torch_tensor_type(out_shape(node), out_dtype(node)), dim=dim)
+
+
+@register(aten.embedding.default)
+def _embedding(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    weight = lctx.value(node.args[0])
+    count = node_meta(node.args[1]).numel()
+    index = b.reshape(_index_operand(lctx, node.args[1]), [count])
+    rows_shape = (count, shapes.shape_of(weight)[1])
+    rows = b.create("index_select", [weight, index], shapes.tensor_type(rows_shape, shapes.elem_of(weight)), dim=0)
+    return b.reshape(rows, out_shape(node))
+
+
+@register(aten.gather.default, check=lambda n: "sparse_grad" if n.kwargs.get("sparse_grad") else None)
+def _gather(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    x = lctx.value(node.args[0])
+    dim = node.args[1] % max(len(shapes.shape_of(x)), 1)
+    index = _index_operand(lctx, node.args[2])
+    return b.create("gather", [x, index], shapes.torch_tensor_type(out_shape(node), out_dtype(node)), dim=dim)
+
+
+@register(aten.full.default, aten.full_like.default, aten.scalar_tensor.default, aten.new_full.default)
+def _full(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    value = node.args[-1] if node.target != aten.new_full.default else node.args[2]
+    if node.target == aten.scalar_tensor.default:
+        value = node.args[0]
+    scalar = lctx.typed(value, out_dtype(node))
+    return b.broadcast(scalar, out_shape(node))
+
+
+@register(aten.zeros_like.default, aten.ones_like.default, aten.zeros.default, aten.ones.default)
+def _zeros_ones(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    value = 1 if node.target in (aten.ones_like.default, aten.ones.default) else 0
+    return b.broadcast(lctx.typed(value, out_dtype(node)), out_shape(node))
+
+
+@register(aten.arange.start_step, aten.arange.default, aten.arange.start)
+def _arange(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    args = list(node.args) + [None] * 3
+    if node.target == aten.arange.default:
+        start, step = 0, 1
+    else:
+        start, step = args[0], (args[2] if node.target == aten.arange.start_step and args[2] is not None else 1)
+    dtype = out_dtype(node)
+    iota = b.create("iota", [], shapes.torch_tensor_type(out_shape(node), torch.int64), dim=0)
+    # torch computes start + i * step in the result dtype.
+    values = b.convert(iota, shapes.element_type(dtype))
+    if step != 1:
+        values = b.elementwise("mul", values, lctx.typed(step, dtype))
+    if start != 0:
+        values = b.elementwise("add", values, lctx.typed(start, dtype))
+    return values

@@ -1,0 +1,16 @@
+// RUN: mlirc-opt %s -p mlirc-stage-cpu | FileCheck %s
+
+// Kernels take bare pointers: inputs, then the out-param for the result.
+// CHECK: llvm.func @kernel_0(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
+// CHECK: llvm.intr.masked.load
+// CHECK-NOT: func.func
+#map = affine_map<(d0) -> (d0)>
+func.func @kernel_0(%a: tensor<37xf32>) -> tensor<37xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<37xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%a : tensor<37xf32>) outs(%e : tensor<37xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.mulf %x, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<37xf32>
+  return %r : tensor<37xf32>
+}

@@ -1,0 +1,188 @@
+"""mlirc-form-kernels: outline each fused linalg op into its own func ("kernel").
+
+A kernel is one root linalg op plus the cheap producers it needs (empty/fill
+inits, constants, reshapes and slices of its inputs), cloned in.  The entry func
+becomes a list of `func.call`s on tensors plus the pure view ops that produce its
+results, which the host wrapper runs as torch views.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import func
+
+from mlirc.passes import linalg_emit as le
+from mlirc.passes.registry import register_pass
+
+CLONEABLE = frozenset(
+    {
+        "tensor.empty",
+        "arith.constant",
+        "linalg.fill",
+        "tensor.collapse_shape",
+        "tensor.expand_shape",
+        "tensor.extract_slice",
+    }
+)
+VIEW_OPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape", "tensor.extract_slice"})
+
+
+def _is_root(op: ir.Operation) -> bool:
+    return op.name.startswith("linalg.") and op.name not in ("linalg.fill", "linalg.yield", "linalg.index")
+
+
+def _defining_op(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def _values_used(op: ir.Operation) -> list[ir.Value]:
+    """Operands of `op` and values its regions capture from above."""
+    used = list(op.operands)
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                for v in _values_used(inner.operation):
+                    if not _defined_inside(v, op):
+                        used.append(v)
+    return used
+
+
+def _defined_inside(value: ir.Value, op: ir.Operation) -> bool:
+    owner = value.owner
+    block = owner if isinstance(owner, ir.Block) else owner.operation.block
+    parent = block.owner
+    while parent is not None:
+        if parent.operation == op:
+            return True
+        parent = parent.operation.parent
+    return False
+
+
+def _copy_root(value: ir.Value) -> ir.Value:
+    """An identity generic, so that returned inputs/duplicates get their own buffer."""
+    rank = len(ir.RankedTensorType(value.type).shape)
+    init = le.empty(ir.RankedTensorType(value.type).shape, ir.RankedTensorType(value.type).element_type)
+    return le.generic(
+        [value], [le.identity_map(rank)], [init], [le.identity_map(rank)], [le.PARALLEL] * rank, lambda a: [a[0]]
+    )[0]
+
+
+def _materialize_returns(fn: func.FuncOp) -> None:
+    ret = fn.entry_block.operations[len(fn.entry_block.operations) - 1]
+    seen: set = set()
+    new_operands = []
+    for value in ret.operands:
+        source = value
+        op = _defining_op(source)
+        while op is not None and op.name in VIEW_OPS:
+            source = op.operands[0]
+            op = _defining_op(source)
+        needs_copy = op is None or not _is_root(op) or _key(value) in seen
+        seen.add(_key(value))
+        if needs_copy:
+            with ir.InsertionPoint(ret), ret.location:
+                value = _copy_root(value)
+        new_operands.append(value)
+    for i, v in enumerate(new_operands):
+        ret.operands[i] = v
+
+
+def _key(value: ir.Value) -> object:
+    return value
+
+
+class _Outliner:
+    def __init__(self, module: ir.Operation, entry: func.FuncOp) -> None:
+        self.module = module
+        self.entry = entry
+        self.count = 0
+
+    def outline(self, root: ir.Operation) -> None:
+        members = self._collect(root)
+        member_set = set(members)
+        inputs: list[ir.Value] = []
+        for op in members:
+            for v in _values_used(op):
+                d = _defining_op(v)
+                if (d is None or d not in member_set) and v not in inputs:
+                    inputs.append(v)
+        results = list(root.results)
+        name = f"kernel_{self.count}"
+        self.count += 1
+        with ir.InsertionPoint(self.entry), root.location:
+            kernel = func.FuncOp(name, ([v.type for v in inputs], [r.type for r in results]))
+        kernel.attributes["mlirc.kernel"] = ir.UnitAttr.get()
+        block = kernel.add_entry_block()
+        clones = self._clone_into(block, members, inputs)
+        with ir.InsertionPoint(block), root.location:
+            func.ReturnOp([clones[_key(r)] for r in results])
+        with ir.InsertionPoint(root), root.location:
+            call = func.CallOp([r.type for r in results], ir.FlatSymbolRefAttr.get(name), inputs)
+        for old, new in zip(results, call.results, strict=False):
+            old.replace_all_uses_with(new)
+
+    def _collect(self, root: ir.Operation) -> list[ir.Operation]:
+        """The root and its cloneable producers, in program order."""
+        found: list[ir.Operation] = []
+        stack = [root]
+        while stack:
+            op = stack.pop()
+            if op in found:
+                continue
+            found.append(op)
+            for v in _values_used(op):
+                d = _defining_op(v)
+                if d is not None and d.name in CLONEABLE and not _defined_inside(v, op):
+                    stack.append(d)
+        order = {op: i for i, op in enumerate(o.operation for o in self.entry.entry_block.operations)}
+        return sorted(found, key=lambda o: order[o])
+
+    def _clone_into(self, block: ir.Block, members: list[ir.Operation], inputs: list[ir.Value]) -> dict:
+        clones: dict = {}
+        for arg, v in zip(block.arguments, inputs, strict=False):
+            clones[_key(v)] = arg
+        with ir.InsertionPoint(block):
+            for op in members:
+                new = op.clone()
+                _remap(new, clones)
+                for old_r, new_r in zip(op.results, new.results, strict=False):
+                    clones[_key(old_r)] = new_r
+        return clones
+
+
+def _remap(op: ir.Operation, clones: dict) -> None:
+    for i, v in enumerate(op.operands):
+        if _key(v) in clones:
+            op.operands[i] = clones[_key(v)]
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                _remap(inner.operation, clones)
+
+
+@register_pass("mlirc-form-kernels", "Outline each fused linalg op (with its inits and views) into a kernel func")
+def form_kernels(module: ir.Operation) -> None:
+    body = module.regions[0].blocks[0]
+    entries = [op for op in body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes]
+    for entry in entries:
+        _materialize_returns(entry)
+        outliner = _Outliner(module, entry)
+        roots = [op.operation for op in entry.entry_block.operations if _is_root(op.operation)]
+        for root in roots:
+            outliner.outline(root)
+            root.erase()
+        _erase_dead(entry)
+
+
+def _erase_dead(fn: func.FuncOp) -> None:
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(list(fn.entry_block.operations)):
+            o = op.operation
+            if o.name in ("func.return", "func.call"):
+                continue
+            if all(len(list(r.uses)) == 0 for r in o.results):
+                o.erase()
+                changed = True

@@ -1,0 +1,147 @@
+"""Helpers that build linalg/tensor IR on tensors for `lower_to_linalg`.
+
+Bool tensors are stored as i8 (torch's byte layout): `storage_type` maps an
+mlirc tensor type to its storage type, and generic bodies convert at the edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mlir import ir
+from mlir.dialects import arith, linalg, tensor
+
+from mlirc.dialects import shapes
+
+PARALLEL = "parallel"
+REDUCTION = "reduction"
+
+
+def i8() -> ir.Type:
+    return ir.IntegerType.get_signless(8)
+
+
+def storage_elem(elem: ir.Type) -> ir.Type:
+    return i8() if shapes.is_bool(elem) else elem
+
+
+def storage_type(t: ir.Type) -> ir.Type:
+    if not isinstance(t, ir.RankedTensorType):
+        return t
+    shape = shapes.shape_of(t)
+    return shapes.tensor_type(shape, storage_elem(shapes.elem_of(t)))
+
+
+def load(x: ir.Value, logical_elem: ir.Type) -> ir.Value:
+    """A block argument in storage form -> the logical scalar (i8 -> i1)."""
+    if shapes.is_bool(logical_elem) and x.type != logical_elem:
+        return arith.trunci(logical_elem, x)
+    return x
+
+
+def store(x: ir.Value) -> ir.Value:
+    """A logical scalar -> its storage form (i1 -> i8)."""
+    if shapes.is_bool(x.type):
+        return arith.extui(i8(), x)
+    return x
+
+
+def broadcast_map(in_shape: Sequence[int | None], out_rank: int) -> ir.AffineMap:
+    """Index map reading a (numpy-)broadcast operand inside an `out_rank` loop nest."""
+    lead = out_rank - len(in_shape)
+    exprs = [
+        ir.AffineConstantExpr.get(0) if size == 1 else ir.AffineDimExpr.get(lead + i) for i, size in enumerate(in_shape)
+    ]
+    return ir.AffineMap.get(out_rank, 0, exprs)
+
+
+def identity_map(rank: int) -> ir.AffineMap:
+    return ir.AffineMap.get_identity(rank)
+
+
+def empty(shape: Sequence[int | None], elem: ir.Type) -> ir.Value:
+    return tensor.EmptyOp([int(d) for d in shape], elem).result
+
+
+def fill(value: ir.Value, init: ir.Value) -> ir.Value:
+    return linalg.fill(value, outs=[init])
+
+
+def generic(
+    inputs: Sequence[ir.Value],
+    input_maps: Sequence[ir.AffineMap],
+    inits: Sequence[ir.Value],
+    init_maps: Sequence[ir.AffineMap],
+    iterators: Sequence[str],
+    body: Callable[[list[ir.Value]], Sequence[ir.Value]],
+) -> list[ir.Value]:
+    """A linalg.generic; `body` receives the block arguments and returns yielded values."""
+    maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in [*input_maps, *init_maps]])
+    iters = ir.ArrayAttr.get([ir.Attribute.parse(f"#linalg.iterator_type<{it}>") for it in iterators])
+    op = linalg.GenericOp([v.type for v in inits], list(inputs), list(inits), maps, iters)
+    block = op.regions[0].blocks.append(*[shapes.elem_of(v) for v in [*inputs, *inits]])
+    with ir.InsertionPoint(block):
+        linalg.YieldOp(list(body(list(block.arguments))))
+    return list(op.results)
+
+
+def index(dim: int) -> ir.Value:
+    return linalg.IndexOp(ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)).result
+
+
+def index_const(value: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), value).result
+
+
+def clamp_index(idx: ir.Value, size: int) -> ir.Value:
+    """Clamp into [0, size-1] so speculative or bad reads stay in bounds."""
+    upper = index_const(max(size - 1, 0))
+    return arith.minsi(arith.maxsi(idx, index_const(0)), upper)
+
+
+def reassociation(src: Sequence[int], dst: Sequence[int]) -> list[list[int]] | None:
+    """Groups of consecutive `src` dims whose products are the `dst` dims, or None."""
+    if not dst:
+        return [] if all(d == 1 for d in src) else None
+    groups: list[list[int]] = []
+    i = 0
+    for k, size in enumerate(dst):
+        if i >= len(src):
+            return None
+        group, product = [i], src[i]
+        i += 1
+        last = k == len(dst) - 1
+        while product != size or (last and i < len(src)):
+            if i >= len(src):
+                return None
+            product *= src[i]
+            group.append(i)
+            i += 1
+        groups.append(group)
+    return groups
+
+
+def reshape(value: ir.Value, dst_shape: Sequence[int]) -> ir.Value:
+    src_shape = list(shapes.shape_of(value))
+    dst_shape = list(dst_shape)
+    elem = shapes.elem_of(value)
+    if src_shape == dst_shape:
+        return value
+    result_type = shapes.tensor_type(dst_shape, elem)
+    if len(dst_shape) <= len(src_shape):
+        groups = reassociation(src_shape, dst_shape)
+        if groups is not None:
+            return tensor.CollapseShapeOp(result_type, value, _groups_attr(groups)).result
+    if len(dst_shape) >= len(src_shape):
+        groups = reassociation(dst_shape, src_shape)
+        if groups is not None:
+            return tensor.ExpandShapeOp(result_type, value, _groups_attr(groups), [], dst_shape).result
+    flat = 1
+    for d in src_shape:
+        flat *= d
+    return reshape(reshape(value, [flat]), dst_shape)
+
+
+def _groups_attr(groups: list[list[int]]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])

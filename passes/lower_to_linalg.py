@@ -1,0 +1,267 @@
+"""mlirc-lower-to-linalg: mlirc dialect -> linalg/tensor/arith/math on tensors.
+
+One function per op pattern, looked up in `PATTERNS` by op name.  Elementwise ops
+become linalg.generic with broadcasting folded into indexing maps (no broadcast is
+materialized), so upstream elementwise fusion sees one generic per op.
+Bool tensors become i8 tensors (torch's storage) at this stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, func, tensor
+
+from mlirc.dialects import shapes
+from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS
+from mlirc.errors import UnsupportedOpError
+from mlirc.passes import linalg_emit as le
+from mlirc.passes.registry import register_pass
+from mlirc.passes.scalar_math import convert_scalar, scalar_body
+
+
+@dataclass
+class MlircOp:
+    """An mlirc op as the pattern sees it: storage-typed operands, logical types."""
+
+    op: ir.Operation
+    operands: list[ir.Value]
+    in_types: list[ir.Type]
+    out_type: ir.Type
+
+    def attr(self, name: str) -> list[int] | int | ir.Attribute:
+        a = self.op.attributes[name]
+        if isinstance(a, ir.DenseI64ArrayAttr):
+            return list(ir.DenseI64ArrayAttr(a))
+        if isinstance(a, ir.BoolAttr):
+            return ir.BoolAttr(a).value
+        if isinstance(a, ir.IntegerAttr):
+            return ir.IntegerAttr(a).value
+        return a
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return shapes.shape_of(self.out_type)  # type: ignore[return-value]
+
+    @property
+    def out_elem(self) -> ir.Type:
+        return shapes.elem_of(self.out_type)
+
+
+Pattern = Callable[[MlircOp], ir.Value]
+PATTERNS: dict[str, Pattern] = {}
+
+
+def pattern(*names: str) -> Callable[[Pattern], Pattern]:
+    def wrap(fn: Pattern) -> Pattern:
+        for name in names:
+            PATTERNS[name] = fn
+        return fn
+
+    return wrap
+
+
+def _init(m: MlircOp) -> ir.Value:
+    return le.empty(m.out_shape, le.storage_elem(m.out_elem))
+
+
+def _pointwise(m: MlircOp, compute: Callable[[list[ir.Value]], ir.Value]) -> ir.Value:
+    rank = len(m.out_shape)
+    maps = [le.broadcast_map(shapes.shape_of(v), rank) for v in m.operands]
+
+    def body(args: list[ir.Value]) -> list[ir.Value]:
+        logical = [le.load(a, shapes.elem_of(t)) for a, t in zip(args, m.in_types, strict=False)]
+        return [le.store(compute(logical))]
+
+    return le.generic(m.operands, maps, [_init(m)], [le.identity_map(rank)], [le.PARALLEL] * rank, body)[0]
+
+
+@pattern(*UNARY_OPS, *BINARY_OPS)
+def _elementwise(m: MlircOp) -> ir.Value:
+    name = m.op.name.split(".", 1)[1]
+    fn = scalar_body(name, shapes.elem_of(m.in_types[0]))
+    return _pointwise(m, lambda xs: fn(*xs))
+
+
+@pattern("select")
+def _select(m: MlircOp) -> ir.Value:
+    return _pointwise(m, lambda xs: arith.select(*xs))
+
+
+@pattern("convert")
+def _convert(m: MlircOp) -> ir.Value:
+    return _pointwise(m, lambda xs: convert_scalar(xs[0], m.out_elem))
+
+
+@pattern("broadcast")
+def _broadcast(m: MlircOp) -> ir.Value:
+    return _pointwise(m, lambda xs: xs[0])
+
+
+@pattern("permute")
+def _permute(m: MlircOp) -> ir.Value:
+    perm = m.attr("perm")
+    rank = len(perm)
+    in_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(perm.index(j)) for j in range(rank)])
+    return le.generic(
+        m.operands, [in_map], [_init(m)], [le.identity_map(rank)], [le.PARALLEL] * rank, lambda a: [a[0]]
+    )[0]
+
+
+@pattern("reshape")
+def _reshape(m: MlircOp) -> ir.Value:
+    return le.reshape(m.operands[0], m.out_shape)
+
+
+@pattern("slice")
+def _slice(m: MlircOp) -> ir.Value:
+    result_type = le.storage_type(m.out_type)
+    starts, steps = m.attr("starts"), m.attr("steps")
+    return tensor.ExtractSliceOp(result_type, m.operands[0], [], [], [], starts, list(m.out_shape), steps).result
+
+
+@pattern("constant")
+def _constant(m: MlircOp) -> ir.Value:
+    value = ir.DenseElementsAttr(m.op.attributes["value"])
+    if shapes.is_bool(m.out_elem):
+        if not value.is_splat:
+            raise UnsupportedOpError("mlirc.constant", "non-splat bool constants")
+        splat = ir.IntegerAttr(value.get_splat_value()).value
+        value = ir.DenseElementsAttr.get_splat(le.storage_type(m.out_type), ir.IntegerAttr.get(le.i8(), splat & 1))
+    return arith.ConstantOp(value.type, value).result
+
+
+@pattern("iota")
+def _iota(m: MlircOp) -> ir.Value:
+    rank, dim = len(m.out_shape), m.attr("dim")
+
+    def body(args: list[ir.Value]) -> list[ir.Value]:
+        return [arith.index_cast(m.out_elem, le.index(dim))]
+
+    return le.generic([], [], [_init(m)], [le.identity_map(rank)], [le.PARALLEL] * rank, body)[0]
+
+
+def _gather_generic(
+    m: MlircOp, inputs: Sequence[ir.Value], input_maps: Sequence[ir.AffineMap], read: Callable
+) -> ir.Value:
+    """A generic over the output whose body reads other tensors with tensor.extract."""
+    rank = len(m.out_shape)
+
+    def body(args: list[ir.Value]) -> list[ir.Value]:
+        return [read([le.index(d) for d in range(rank)], args)]
+
+    return le.generic(inputs, input_maps, [_init(m)], [le.identity_map(rank)], [le.PARALLEL] * rank, body)[0]
+
+
+@pattern("concat")
+def _concat(m: MlircOp) -> ir.Value:
+    dim = m.attr("dim")
+    sizes = [shapes.shape_of(v)[dim] for v in m.operands]
+
+    def read(idx: list[ir.Value], _args: list[ir.Value]) -> ir.Value:
+        result, offset = None, 0
+        for value, size in zip(m.operands, sizes, strict=False):
+            local = arith.subi(idx[dim], le.index_const(offset))
+            here = [*idx[:dim], le.clamp_index(local, size), *idx[dim + 1 :]]
+            element = tensor.extract(value, here)
+            if result is None:
+                result = element
+            else:
+                at_or_after = arith.cmpi(arith.CmpIPredicate.sge, idx[dim], le.index_const(offset))
+                result = arith.select(at_or_after, element, result)
+            offset += size
+        return result
+
+    return _gather_generic(m, [], [], read)
+
+
+@pattern("pad")
+def _pad(m: MlircOp) -> ir.Value:
+    x, value = m.operands
+    low, in_shape = m.attr("low"), shapes.shape_of(x)
+    rank = len(in_shape)
+    fill_map = ir.AffineMap.get(rank, 0, [])
+
+    def read(idx: list[ir.Value], args: list[ir.Value]) -> ir.Value:
+        inside, src = None, []
+        for d in range(rank):
+            local = arith.subi(idx[d], le.index_const(low[d]))
+            ok = arith.andi(
+                arith.cmpi(arith.CmpIPredicate.sge, local, le.index_const(0)),
+                arith.cmpi(arith.CmpIPredicate.slt, local, le.index_const(in_shape[d])),
+            )
+            inside = ok if inside is None else arith.andi(inside, ok)
+            src.append(le.clamp_index(local, in_shape[d]))
+        if inside is None or any(s == 0 for s in in_shape):
+            return args[0]
+        return arith.select(inside, tensor.extract(x, src), args[0])
+
+    return _gather_generic(m, [value], [fill_map], read)
+
+
+@pattern("gather")
+def _gather(m: MlircOp) -> ir.Value:
+    x, index = m.operands
+    dim, size = m.attr("dim"), shapes.shape_of(x)[m.attr("dim")]
+    rank = len(m.out_shape)
+
+    def read(idx: list[ir.Value], args: list[ir.Value]) -> ir.Value:
+        where = le.clamp_index(arith.index_cast(ir.IndexType.get(), args[0]), size)
+        return tensor.extract(x, [*idx[:dim], where, *idx[dim + 1 :]])
+
+    return _gather_generic(m, [index], [le.identity_map(rank)], read)
+
+
+@pattern("index_select")
+def _index_select(m: MlircOp) -> ir.Value:
+    x, index = m.operands
+    dim, size = m.attr("dim"), shapes.shape_of(x)[m.attr("dim")]
+    rank = len(m.out_shape)
+    index_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(dim)])
+
+    def read(idx: list[ir.Value], args: list[ir.Value]) -> ir.Value:
+        where = le.clamp_index(arith.index_cast(ir.IndexType.get(), args[0]), size)
+        return tensor.extract(x, [*idx[:dim], where, *idx[dim + 1 :]])
+
+    return _gather_generic(m, [index], [index_map], read)
+
+
+from mlirc.passes import lower_to_linalg_structured  # noqa: E402,F401  (reductions, matmul, conv, pool)
+
+
+def _convert_signature(fn: func.FuncOp) -> None:
+    """Function arguments/results of bool type take their i8 storage type."""
+    ftype = ir.FunctionType(fn.type.value if hasattr(fn.type, "value") else fn.attributes["function_type"].value)
+    inputs = [le.storage_type(t) for t in ftype.inputs]
+    results = [le.storage_type(t) for t in ftype.results]
+    for arg, t in zip(fn.entry_block.arguments, inputs, strict=False):
+        arg.set_type(t)
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+
+
+def _mlirc_ops(fn: func.FuncOp) -> list[ir.Operation]:
+    ops: list[ir.Operation] = []
+    for block in fn.body.blocks:
+        ops.extend(op.operation for op in block.operations if op.operation.name.startswith("mlirc."))
+    return ops
+
+
+@register_pass("mlirc-lower-to-linalg", "Lower mlirc dialect ops to linalg/tensor/arith/math on tensors")
+def lower_to_linalg(module: ir.Operation) -> None:
+    for fn_op in module.regions[0].blocks[0].operations:
+        if not isinstance(fn_op, func.FuncOp) or fn_op.is_external:
+            continue
+        ops = _mlirc_ops(fn_op)
+        logical = [([v.type for v in op.operands], op.results[0].type) for op in ops]
+        _convert_signature(fn_op)
+        for op, (in_types, out_type) in zip(ops, logical, strict=False):
+            name = op.name.split(".", 1)[1]
+            fn = PATTERNS.get(name)
+            if fn is None:
+                raise UnsupportedOpError(op.name, "no linalg lowering")
+            with ir.InsertionPoint(op), op.location:
+                new = fn(MlircOp(op, list(op.operands), in_types, out_type))
+            op.results[0].replace_all_uses_with(new)
+            op.erase()

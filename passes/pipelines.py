@@ -1,0 +1,60 @@
+"""The stages of mlirc as short named pipelines; each is runnable from mlirc-opt.
+
+mlirc      --mlirc-stage-linalg-->  linalg   --mlirc-stage-kernels-->  kernels
+kernels    --mlirc-stage-cpu-->     LLVM dialect (one module of kernels)
+"""
+
+from __future__ import annotations
+
+# Importing a pass module registers it.
+from mlirc.passes import cpu_vectorize, form_kernels, fuse_elementwise, lower_to_linalg  # noqa: F401
+from mlirc.passes.registry import register_pipeline
+
+LINALG = ["mlirc-lower-to-linalg", "canonicalize", "cse"]
+KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce"]
+CPU_BUFFERIZE = [
+    "one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map}",
+    "canonicalize",
+    "cse",
+    "canonicalize",
+    "buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1}",
+    "canonicalize",
+]
+CPU_TO_LLVM = [
+    "convert-linalg-to-loops",
+    "convert-vector-to-scf{full-unroll=1}",
+    "lower-affine",
+    "convert-scf-to-cf",
+    "expand-strided-metadata",
+    "lower-affine",
+    "math-expand-ops",
+    "convert-math-to-funcs",
+    "convert-math-to-llvm",
+    # libm calls for what LLVM has no intrinsic for; it scalarizes vector math with
+    # vector.extract/insert, so it runs before the vector conversion.
+    "convert-math-to-libm",
+    "convert-vector-to-llvm",
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    "finalize-memref-to-llvm",
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}",
+    "convert-cf-to-llvm",
+    "convert-ub-to-llvm",
+    "reconcile-unrealized-casts",
+]
+CPU = ["mlirc-cpu-vectorize", *CPU_BUFFERIZE, *CPU_TO_LLVM]
+
+STAGES: dict[str, list[str]] = {
+    "linalg": LINALG,
+    "kernels": KERNELS,
+    "cpu": CPU,
+}
+
+register_pipeline("mlirc-stage-linalg", "Stage: mlirc dialect -> linalg on tensors", LINALG)
+register_pipeline("mlirc-stage-kernels", "Stage: fusion and kernel formation", KERNELS)
+register_pipeline(
+    "mlirc-stage-cpu-bufferize",
+    "Stage: CPU schedule + bufferization of a kernels module",
+    ["mlirc-cpu-vectorize", *CPU_BUFFERIZE],
+)
+register_pipeline("mlirc-stage-cpu", "Stage: a kernels module -> LLVM dialect for the host CPU", CPU)

@@ -1,0 +1,181 @@
+"""Scalar bodies of elementwise ops: one small function per (op, float|int) pattern.
+
+Used inside linalg.generic regions by `lower_to_linalg`.  Semantics follow torch:
+NaN-propagating maximum/minimum, Python-style remainder, round half to even,
+`ne` true for NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mlir import ir
+from mlir.dialects import arith, math
+
+from mlirc.dialects import shapes
+from mlirc.errors import UnsupportedOpError
+
+Body = Callable[..., ir.Value]
+
+
+def const(elem: ir.Type, value: float | int) -> ir.Value:
+    if shapes.is_float(elem):
+        return arith.ConstantOp(elem, ir.FloatAttr.get(elem, float(value))).result
+    return arith.ConstantOp(elem, ir.IntegerAttr.get(elem, int(value))).result
+
+
+def _float_sign(x: ir.Value) -> ir.Value:
+    zero, one = const(x.type, 0), const(x.type, 1)
+    neg = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, zero), arith.negf(one), x)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.OGT, x, zero), one, neg)
+
+
+def _int_sign(x: ir.Value) -> ir.Value:
+    zero, one = const(x.type, 0), const(x.type, 1)
+    neg = arith.select(arith.cmpi(arith.CmpIPredicate.slt, x, zero), const(x.type, -1), zero)
+    return arith.select(arith.cmpi(arith.CmpIPredicate.sgt, x, zero), one, neg)
+
+
+def _float_remainder(a: ir.Value, b: ir.Value) -> ir.Value:
+    r = arith.remf(a, b)
+    zero = const(a.type, 0)
+    fix = arith.andi(
+        arith.cmpf(arith.CmpFPredicate.ONE, r, zero),
+        arith.xori(arith.cmpf(arith.CmpFPredicate.OLT, r, zero), arith.cmpf(arith.CmpFPredicate.OLT, b, zero)),
+    )
+    return arith.select(fix, arith.addf(r, b), r)
+
+
+def _safe_divisor(b: ir.Value) -> ir.Value:
+    """Integer division by zero traps on x86; torch raises instead. Divide by 1 there."""
+    is_zero = arith.cmpi(arith.CmpIPredicate.eq, b, const(b.type, 0))
+    return arith.select(is_zero, const(b.type, 1), b)
+
+
+def _int_remainder(a: ir.Value, b: ir.Value) -> ir.Value:
+    b = _safe_divisor(b)
+    r = arith.remsi(a, b)
+    zero = const(a.type, 0)
+    fix = arith.andi(
+        arith.cmpi(arith.CmpIPredicate.ne, r, zero),
+        arith.xori(arith.cmpi(arith.CmpIPredicate.slt, r, zero), arith.cmpi(arith.CmpIPredicate.slt, b, zero)),
+    )
+    return arith.select(fix, arith.addi(r, b), r)
+
+
+def _float_floor_div(a: ir.Value, b: ir.Value) -> ir.Value:
+    """torch's div_floor_floating: floor((a - fmod(a, b)) / b) with its corrections."""
+    mod = arith.remf(a, b)
+    zero, one, half = const(a.type, 0), const(a.type, 1), const(a.type, 0.5)
+    div = arith.divf(arith.subf(a, mod), b)
+    adjust = arith.andi(
+        arith.cmpf(arith.CmpFPredicate.ONE, mod, zero),
+        arith.xori(arith.cmpf(arith.CmpFPredicate.OLT, b, zero), arith.cmpf(arith.CmpFPredicate.OLT, mod, zero)),
+    )
+    div = arith.select(adjust, arith.subf(div, one), div)
+    floored = math.floor(div)
+    floored = arith.select(
+        arith.cmpf(arith.CmpFPredicate.OGT, arith.subf(div, floored), half), arith.addf(floored, one), floored
+    )
+    nonzero = arith.cmpf(arith.CmpFPredicate.ONE, div, zero)
+    result = arith.select(nonzero, floored, math.copysign(zero, arith.divf(a, b)))
+    return arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, b, zero), arith.divf(a, b), result)
+
+
+def _sigmoid(x: ir.Value) -> ir.Value:
+    one = const(x.type, 1)
+    return arith.divf(one, arith.addf(one, math.exp(arith.negf(x))))
+
+
+def _float_isinf(x: ir.Value) -> ir.Value:
+    return arith.cmpf(arith.CmpFPredicate.OEQ, math.absf(x), const(x.type, float("inf")))
+
+
+def _fcmp(pred: str) -> Body:
+    return lambda a, b: arith.cmpf(getattr(arith.CmpFPredicate, pred), a, b)
+
+
+def _icmp(pred: str) -> Body:
+    return lambda a, b: arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b)
+
+
+FLOAT_BODIES: dict[str, Body] = {
+    "neg": arith.negf, "abs": math.absf, "exp": math.exp, "exp2": math.exp2, "expm1": math.expm1,
+    "log": math.log, "log2": math.log2, "log10": math.log10, "log1p": math.log1p, "sqrt": math.sqrt,
+    "rsqrt": math.rsqrt, "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin,
+    "acos": math.acos, "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh,
+    "asinh": math.asinh, "acosh": math.acosh, "atanh": math.atanh, "erf": math.erf, "floor": math.floor,
+    "ceil": math.ceil, "round": math.roundeven, "trunc": math.trunc, "sign": _float_sign,
+    "reciprocal": lambda x: arith.divf(const(x.type, 1), x), "sigmoid": _sigmoid,
+    "relu": lambda x: arith.maximumf(x, const(x.type, 0)),
+    "isnan": lambda x: arith.cmpf(arith.CmpFPredicate.UNO, x, x), "isinf": _float_isinf,
+    "add": arith.addf, "sub": arith.subf, "mul": arith.mulf, "div": arith.divf, "floor_div": _float_floor_div,
+    "remainder": _float_remainder, "fmod": arith.remf, "pow": math.powf, "maximum": arith.maximumf,
+    "minimum": arith.minimumf, "atan2": math.atan2,
+    "eq": _fcmp("OEQ"), "ne": _fcmp("UNE"), "lt": _fcmp("OLT"), "le": _fcmp("OLE"), "gt": _fcmp("OGT"), "ge": _fcmp("OGE"),
+}  # fmt: skip
+
+INT_BODIES: dict[str, Body] = {
+    "neg": lambda x: arith.subi(const(x.type, 0), x), "abs": math.absi, "sign": _int_sign,
+    "floor": lambda x: x, "ceil": lambda x: x, "round": lambda x: x, "trunc": lambda x: x,
+    "relu": lambda x: arith.maxsi(x, const(x.type, 0)),
+    "isnan": lambda x: const(ir.IntegerType.get_signless(1), 0),
+    "isinf": lambda x: const(ir.IntegerType.get_signless(1), 0),
+    "bitwise_not": lambda x: arith.xori(x, const(x.type, -1)),
+    "logical_not": lambda x: arith.xori(x, const(x.type, 1)),
+    "add": arith.addi, "sub": arith.subi, "mul": arith.muli,
+    "div": lambda a, b: arith.divsi(a, _safe_divisor(b)),
+    "floor_div": lambda a, b: arith.floordivsi(a, _safe_divisor(b)),
+    "remainder": _int_remainder, "fmod": lambda a, b: arith.remsi(a, _safe_divisor(b)),
+    "pow": math.ipowi, "maximum": arith.maxsi, "minimum": arith.minsi,
+    "bitwise_and": arith.andi, "bitwise_or": arith.ori, "bitwise_xor": arith.xori,
+    "logical_and": arith.andi, "logical_or": arith.ori, "logical_xor": arith.xori,
+    "eq": _icmp("eq"), "ne": _icmp("ne"), "lt": _icmp("slt"), "le": _icmp("sle"), "gt": _icmp("sgt"), "ge": _icmp("sge"),
+}  # fmt: skip
+
+# On i1, max/min are or/and and ordering compares are unsigned (true > false).
+BOOL_BODIES: dict[str, Body] = {
+    **INT_BODIES,
+    "maximum": arith.ori, "minimum": arith.andi,
+    "lt": _icmp("ult"), "le": _icmp("ule"), "gt": _icmp("ugt"), "ge": _icmp("uge"),
+}  # fmt: skip
+
+
+def scalar_body(name: str, operand_elem: ir.Type) -> Body:
+    if shapes.is_float(operand_elem):
+        table = FLOAT_BODIES
+    elif shapes.is_bool(operand_elem):
+        table = BOOL_BODIES
+    else:
+        table = INT_BODIES
+    body = table.get(name)
+    if body is None:
+        raise UnsupportedOpError(f"mlirc.{name}", f"no scalar lowering for element type {operand_elem}")
+    return body
+
+
+def convert_scalar(x: ir.Value, dst: ir.Type) -> ir.Value:
+    """torch's casting rules between float, signed int and bool scalars."""
+    src = x.type
+    if src == dst:
+        return x
+    src_float, dst_float = shapes.is_float(src), shapes.is_float(dst)
+    if shapes.is_bool(dst):
+        if src_float:
+            return arith.cmpf(arith.CmpFPredicate.UNE, x, const(src, 0))
+        return arith.cmpi(arith.CmpIPredicate.ne, x, const(src, 0))
+    if src_float and dst_float:
+        wider = _float_width(dst) > _float_width(src)
+        return arith.extf(dst, x) if wider else arith.truncf(dst, x)
+    if src_float:
+        return arith.fptosi(dst, x)
+    if dst_float:
+        return arith.uitofp(dst, x) if shapes.is_bool(src) else arith.sitofp(dst, x)
+    src_w, dst_w = ir.IntegerType(src).width, ir.IntegerType(dst).width
+    if dst_w > src_w:
+        return arith.extui(dst, x) if shapes.is_bool(src) else arith.extsi(dst, x)
+    return arith.trunci(dst, x)
+
+
+def _float_width(t: ir.Type) -> int:
+    return {ir.F16Type: 16, ir.BF16Type: 16, ir.F32Type: 32, ir.F64Type: 64}[type(ir.Type(t).maybe_downcast())]

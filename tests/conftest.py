@@ -1,0 +1,26 @@
+import pytest
+import torch
+
+import mlirc
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    mlirc.reset_stats()
+    torch.manual_seed(0)
+    yield
+    torch._dynamo.reset()
+
+
+def compile_and_compare(fn, *args, rtol=1e-4, atol=1e-4, expect_no_fallback=True, **kwargs):
+    """Run fn eagerly and through mlirc on the same inputs; compare; return stats."""
+    expected = fn(*args, **kwargs)
+    actual = torch.compile(fn, backend="mlirc")(*args, **kwargs)
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    stats = mlirc.stats()
+    if expect_no_fallback:
+        assert stats.fallback_nodes == 0, stats.summary()
+        assert stats.failed_regions == 0, stats.summary()
+        assert stats.compiled_regions >= 1, stats.summary()
+    return stats

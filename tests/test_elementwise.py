@@ -1,0 +1,88 @@
+"""Elementwise ops vs eager: odd shapes, broadcasting, dtypes, non-contiguous and 0-size inputs."""
+
+import pytest
+import torch
+from conftest import compile_and_compare
+
+
+def chain(x, y):
+    a = x * y + 1.5
+    b = torch.sigmoid(a) * torch.tanh(x)
+    c = torch.abs(b) / (torch.exp(-x.abs()) + 1.0)
+    return torch.where(x > 0, c, b - y)
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (13, 129), (3, 5, 17), (1024, 1024)])
+def test_chain_shapes(shape):
+    compile_and_compare(chain, torch.randn(shape), torch.randn(shape))
+
+
+def test_chain_broadcast():
+    compile_and_compare(chain, torch.randn(7, 33, 129), torch.randn(33, 1))
+
+
+def test_non_contiguous_inputs():
+    x = torch.randn(129, 33).t()
+    y = torch.randn(33, 258)[:, ::2]
+    assert not x.is_contiguous() and not y.is_contiguous()
+    compile_and_compare(chain, x, y)
+
+
+def test_zero_size():
+    compile_and_compare(chain, torch.randn(0, 5), torch.randn(0, 5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_float_dtypes(dtype):
+    compile_and_compare(
+        chain,
+        torch.randn(17, 9, dtype=dtype),
+        torch.randn(17, 9, dtype=dtype),
+        rtol=1e-6 if dtype == torch.float64 else 1e-4,
+    )
+
+
+def test_int64_and_bool():
+    def f(a, b):
+        return (a * 3 - b) // 2, a % 5, (a > b) & (b != 0), torch.maximum(a, b)
+
+    a = torch.randint(-50, 50, (19, 7))
+    b = torch.randint(1, 20, (19, 7))
+    compile_and_compare(f, a, b)
+
+
+def test_bool_logic():
+    def f(m, x):
+        return torch.logical_not(m) | (x > 0.5), torch.where(m, x, -x)
+
+    compile_and_compare(f, torch.rand(11, 3) > 0.5, torch.rand(11, 3))
+
+
+def test_casts():
+    def f(x):
+        return x.to(torch.int64), (x * 10).to(torch.int32).to(torch.float64), x.to(torch.bool)
+
+    compile_and_compare(f, torch.randn(31) * 4)
+
+
+def test_nan_semantics():
+    def f(x, y):
+        return torch.maximum(x, y), torch.relu(x), x != y, torch.isnan(x)
+
+    x = torch.tensor([float("nan"), 1.0, -2.0, float("inf")])
+    y = torch.tensor([0.0, float("nan"), 3.0, 1.0])
+    compile_and_compare(f, x, y)
+
+
+def test_unary_math():
+    def f(x):
+        return (
+            torch.log1p(x.abs())
+            + torch.erf(x)
+            + torch.sqrt(x.abs())
+            + torch.sin(x) * torch.cos(x)
+            + torch.floor(x)
+            + torch.round(x)
+        )
+
+    compile_and_compare(f, torch.randn(5, 37))

@@ -1,0 +1,52 @@
+"""The models of the end-to-end issue compile with zero fallback nodes and match eager."""
+
+import pytest
+import torch
+import torch.nn as nn
+from conftest import compile_and_compare
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.avg = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn(self.conv(x))))
+        return self.fc(torch.flatten(self.avg(x), 1))
+
+
+def test_mlp():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10), nn.LogSoftmax(-1)).eval()
+    with torch.no_grad():
+        compile_and_compare(model, torch.randn(5, 16))
+
+
+def test_cnn():
+    model = SmallCNN().eval()
+    with torch.no_grad():
+        compile_and_compare(model, torch.randn(2, 3, 17, 15))
+
+
+@pytest.mark.parametrize("shape", [(7, 33, 129), (1, 1), (4, 3)])
+def test_softmax(shape):
+    compile_and_compare(lambda x: torch.softmax(x, -1), torch.randn(shape))
+
+
+def test_layer_norm():
+    ln = nn.LayerNorm(129)
+    nn.init.normal_(ln.weight)
+    nn.init.normal_(ln.bias)
+    with torch.no_grad():
+        compile_and_compare(ln, torch.randn(7, 33, 129))
+
+
+def test_reductions():
+    def f(x):
+        return x.sum(1), x.mean(0, keepdim=True), x.amax(-1), x.argmax(1), x.max(0).values, (x > 0).any(1)
+
+    compile_and_compare(f, torch.randn(13, 29))

@@ -1,0 +1,151 @@
+"""mlirc-opt: parse any stage's IR (mlirc dialect loaded), verify, run passes, print.
+
+mlirc-opt input.mlir -p mlirc-lower-to-linalg --print-ir-after-all
+mlirc-opt --pass-pipeline='builtin.module(mlirc-stage-linalg)' input.mlir
+mlirc-opt --list-passes
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from mlir import ir
+
+from mlirc.dialects import make_context
+from mlirc.dialects.mlirc_dialect import irdl_source
+from mlirc.errors import MlircError
+from mlirc.passes import PASSES
+from mlirc.passes.registry import build_pass_manager, split_pipeline
+
+SPLIT_MARKER = "// -----"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mlirc-opt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("input", nargs="?", default="-", help="input file ('-' for stdin)")
+    p.add_argument("-p", "--passes", default="", help="comma-separated passes/pipelines (mlirc or upstream)")
+    p.add_argument("--pass-pipeline", default="", help="a textual pipeline, e.g. builtin.module(a,b)")
+    p.add_argument("-o", "--output", default="-", help="output file")
+    p.add_argument("--print-ir-after-all", action="store_true")
+    p.add_argument("--split-input-file", action="store_true", help=f"split the input at '{SPLIT_MARKER}'")
+    p.add_argument("--verify-diagnostics", action="store_true", help="check expected-error annotations")
+    p.add_argument("--list-passes", action="store_true")
+    p.add_argument("--print-dialect", action="store_true", help="print the mlirc dialect's IRDL definition")
+    p.add_argument("--mlir-print-generic", action="store_true", help="print ops in generic form")
+    return p
+
+
+def _list_passes() -> str:
+    lines = ["mlirc passes and pipelines (any upstream MLIR pass name also works):"]
+    for name, info in sorted(PASSES.items()):
+        kind = "pipeline" if info.pipeline else "pass"
+        lines.append(f"  {name:32} [{kind}] {info.description}")
+        if info.pipeline:
+            lines.append(f"  {'':32}   = {','.join(info.pipeline)}")
+    return "\n".join(lines)
+
+
+def _located(message: str, filename: str, line_offset: int) -> str:
+    """MLIR names string input "-"; report the real file and line instead."""
+
+    def fix(m: re.Match) -> str:
+        return f"{filename}:{int(m.group(2)) + line_offset}:{m.group(3)}: {m.group(1)}: "
+
+    message = re.sub(r'(error|note|warning): "-":(\d+):(\d+): ', fix, message)
+    return re.sub(
+        r'loc\("-":(\d+):(\d+)\)', lambda m: f"{filename}:{int(m.group(1)) + line_offset}:{m.group(2)}", message
+    )
+
+
+def _process(chunk: str, elements: list[str], args: argparse.Namespace, errors: list[str]) -> str | None:
+    context = make_context()
+    if args.print_ir_after_all:
+        context.enable_multithreading(False)  # MLIR's IR printer requires it
+    diagnostics: list[str] = []
+
+    def handler(diag: ir.Diagnostic) -> bool:
+        diagnostics.append(f"{diag.location}: {str(diag.severity).split('.')[-1].lower()}: {diag.message}")
+        return True
+
+    context.attach_diagnostic_handler(handler)
+    with context, ir.Location.unknown():
+        try:
+            module = ir.Module.parse(chunk)
+            if elements:
+                pm = build_pass_manager(elements, context)
+                if args.print_ir_after_all:
+                    pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
+                pm.run(module.operation)
+            module.operation.verify()
+        except (ir.MLIRError, MlircError, ValueError, RuntimeError) as err:
+            text = "\n".join(diagnostics) or str(err)
+            if str(err) and str(err) not in text and not diagnostics:
+                text = str(err)
+            errors.append(_located(text, args.input, args.line_offset))
+            return None
+        return module.operation.get_asm(print_generic_op_form=args.mlir_print_generic)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.list_passes:
+        print(_list_passes())
+        return 0
+    if args.print_dialect:
+        print(irdl_source())
+        return 0
+    try:
+        text = sys.stdin.read() if args.input == "-" else open(args.input).read()
+    except OSError as err:
+        print(f"mlirc-opt: error: cannot read {args.input}: {err}", file=sys.stderr)
+        return 1
+    elements = split_pipeline(args.passes) + split_pipeline(args.pass_pipeline)
+    chunks = text.split(SPLIT_MARKER) if args.split_input_file else [text]
+    outputs, errors = [], []
+    args.line_offset = 0
+    for chunk in chunks:
+        chunk_errors: list[str] = []
+        out = _process(chunk, elements, args, chunk_errors)
+        if out is not None:
+            outputs.append(out)
+        errors.extend(chunk_errors)
+        args.line_offset += chunk.count("\n")
+    if args.verify_diagnostics:
+        return _verify_diagnostics(text, errors)
+    result = f"\n{SPLIT_MARKER}\n".join(outputs)
+    if args.output == "-":
+        sys.stdout.write(result)
+    else:
+        with open(args.output, "w") as f:
+            f.write(result)
+    for e in errors:
+        print(e, file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _verify_diagnostics(text: str, errors: list[str]) -> int:
+    """Every `expected-error {{msg}}` must match a reported error, and vice versa."""
+    import re
+
+    expected = re.findall(r"expected-error[^{]*\{\{(.*?)\}\}", text)
+    got = "\n".join(errors)
+    missing = [e for e in expected if e not in got]
+    for e in missing:
+        print(f"mlirc-opt: expected error not produced: {e}", file=sys.stderr)
+    if not expected and errors:
+        print(got, file=sys.stderr)
+        return 1
+    if len(errors) > len(expected) and not missing:
+        unexpected = [err for err in errors if not any(e in err for e in expected)]
+        for err in unexpected:
+            print(f"mlirc-opt: unexpected error: {err}", file=sys.stderr)
+        return 1 if unexpected else 0
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
