@@ -66,6 +66,16 @@ def _run_stage(module: ir.Module, stage: str, name: str, stage_ir: dict[str, str
     _dump(name, stage, stage_ir[stage])
 
 
+def _with_none_outputs(call: Callable, is_none: list[bool]) -> Callable:
+    """Put back the graph's None outputs (backward graphs have them) around the tensors."""
+
+    def wrapped(*args: torch.Tensor) -> tuple:
+        tensors = iter(call(*args))
+        return tuple(None if none else next(tensors) for none in is_none)
+
+    return wrapped
+
+
 _region_counter = 0
 
 
@@ -87,8 +97,10 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None) -> Co
             raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, "cpu")) from err
     outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-    result_dtypes = [node_meta(n).dtype for n in outputs]
+    result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
     device = device or torch.device("cpu")
     call, source = build_wrapper(module, compiled, result_dtypes, device)
+    if any(n is None for n in outputs):
+        call = _with_none_outputs(call, [n is None for n in outputs])
     _dump(name, "wrapper", source)
     return CompiledRegion(call, source, len(compiled.functions), stage_ir)

@@ -119,6 +119,7 @@ class FxImporter:
             output_node = next(n for n in gm.graph.nodes if n.op == "output")
             outputs = output_node.args[0]
             outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+            outputs = [n for n in outputs if n is not None]  # e.g. no grad for an input
             result_types = [self._type_of(n) for n in outputs]
             with ir.InsertionPoint(module.body):
                 fn = func.FuncOp(func_name, (arg_types, result_types))
