@@ -4,7 +4,7 @@
 // CHECK-LABEL: func.func @kernel_0
 // CHECK: scf.for
 // CHECK: vector.transfer_read
-// CHECK: math.exp %{{.*}} : vector<1x{{[0-9]+}}xf32>
+// CHECK: math.exp %{{.*}} : vector<{{([0-9]+x)?}}{{[0-9]+}}xf32>
 // CHECK: vector.transfer_write
 #map = affine_map<(d0, d1) -> (d0, d1)>
 func.func @kernel_0(%a: tensor<7x129xf32>) -> tensor<7x129xf32> attributes {mlirc.kernel} {
