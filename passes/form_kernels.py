@@ -78,8 +78,8 @@ def _materialize_returns(fn: func.FuncOp) -> None:
         while op is not None and op.name in VIEW_OPS:
             source = op.operands[0]
             op = _defining_op(source)
-        needs_copy = op is None or not _is_root(op) or _key(value) in seen
-        seen.add(_key(value))
+        needs_copy = op is None or not _is_root(op) or value in seen
+        seen.add(value)
         if needs_copy:
             with ir.InsertionPoint(ret), ret.location:
                 value = _copy_root(value)
@@ -88,13 +88,8 @@ def _materialize_returns(fn: func.FuncOp) -> None:
         ret.operands[i] = v
 
 
-def _key(value: ir.Value) -> object:
-    return value
-
-
 class _Outliner:
-    def __init__(self, module: ir.Operation, entry: func.FuncOp) -> None:
-        self.module = module
+    def __init__(self, entry: func.FuncOp) -> None:
         self.entry = entry
         self.count = 0
 
@@ -116,7 +111,7 @@ class _Outliner:
         block = kernel.add_entry_block()
         clones = self._clone_into(block, members, inputs)
         with ir.InsertionPoint(block), root.location:
-            func.ReturnOp([clones[_key(r)] for r in results])
+            func.ReturnOp([clones[r] for r in results])
         with ir.InsertionPoint(root), root.location:
             call = func.CallOp([r.type for r in results], ir.FlatSymbolRefAttr.get(name), inputs)
         for old, new in zip(results, call.results, strict=False):
@@ -141,20 +136,20 @@ class _Outliner:
     def _clone_into(self, block: ir.Block, members: list[ir.Operation], inputs: list[ir.Value]) -> dict:
         clones: dict = {}
         for arg, v in zip(block.arguments, inputs, strict=False):
-            clones[_key(v)] = arg
+            clones[v] = arg
         with ir.InsertionPoint(block):
             for op in members:
                 new = op.clone()
                 _remap(new, clones)
                 for old_r, new_r in zip(op.results, new.results, strict=False):
-                    clones[_key(old_r)] = new_r
+                    clones[old_r] = new_r
         return clones
 
 
 def _remap(op: ir.Operation, clones: dict) -> None:
     for i, v in enumerate(op.operands):
-        if _key(v) in clones:
-            op.operands[i] = clones[_key(v)]
+        if v in clones:
+            op.operands[i] = clones[v]
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:
@@ -167,7 +162,7 @@ def form_kernels(module: ir.Operation) -> None:
     entries = [op for op in body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes]
     for entry in entries:
         _materialize_returns(entry)
-        outliner = _Outliner(module, entry)
+        outliner = _Outliner(entry)
         roots = [op.operation for op in entry.entry_block.operations if _is_root(op.operation)]
         for root in roots:
             outliner.outline(root)

@@ -32,7 +32,6 @@ class WrapperBuilder:
         self.result_dtypes = result_dtypes
         self.names: dict[object, str] = {}
         self.lines: list[str] = []
-        self.dtypes: dict[str, torch.dtype] = {}
 
     def name(self, value: ir.Value) -> str:
         return self.names[value]
