@@ -7,7 +7,7 @@ kernels    --mlirc-stage-cpu-->     LLVM dialect (one module of kernels)
 from __future__ import annotations
 
 # Importing a pass module registers it.
-from mlirc.passes import cpu_vectorize, form_kernels, fuse_elementwise, lower_to_linalg  # noqa: F401
+from mlirc.passes import cpu_vector_math, cpu_vectorize, form_kernels, fuse_elementwise, lower_to_linalg  # noqa: F401
 from mlirc.passes.registry import register_pipeline
 
 LINALG = ["mlirc-lower-to-linalg", "canonicalize", "cse"]
@@ -42,7 +42,7 @@ CPU_TO_LLVM = [
     "convert-ub-to-llvm",
     "reconcile-unrealized-casts",
 ]
-CPU = ["mlirc-cpu-vectorize", *CPU_BUFFERIZE, *CPU_TO_LLVM]
+CPU = ["mlirc-cpu-vectorize", "mlirc-cpu-vector-math", *CPU_BUFFERIZE, *CPU_TO_LLVM]
 
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,

@@ -88,6 +88,11 @@ def _python_pass(info: PassInfo) -> Callable:
             location.emit_error(f"{info.name}: {err}")
             _failures.append(f"{info.name}: {err}")
             pass_.signal_pass_failure()  # type: ignore[attr-defined]
+        except Exception as err:  # a bug in the pass: still a diagnostic, not a traceback
+            log.debug("%s crashed", info.name, exc_info=True)
+            op.location.emit_error(f"{info.name}: internal error: {type(err).__name__}: {err}")
+            _failures.append(f"{info.name}: internal error: {err}")
+            pass_.signal_pass_failure()  # type: ignore[attr-defined]
 
     return run
 

@@ -86,3 +86,16 @@ def test_unary_math():
         )
 
     compile_and_compare(f, torch.randn(5, 37))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_vector_math_special_values(dtype):
+    """The SLEEF vector path (mlirc-cpu-vector-math) and its libm tail agree with eager
+    on infinities, NaN, huge and tiny inputs; 67 elements = full vectors plus a tail."""
+
+    def f(x):
+        return torch.exp(x), torch.tanh(x), torch.log(x.abs()), torch.erf(x), torch.sigmoid(x), torch.pow(x.abs(), 0.7)
+
+    special = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 88.0, -104.0, 1e-30, 710.0])
+    x = torch.cat([special, torch.randn(58) * 5]).to(dtype)
+    compile_and_compare(f, x, rtol=1e-6 if dtype == torch.float64 else 1e-5, atol=1e-6)

@@ -10,6 +10,7 @@ import ctypes
 import functools
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 import llvmlite.binding as llvm
 from mlir import ir
@@ -95,6 +96,27 @@ def lower_to_llvm_ir(kernels: ir.Module) -> str:
     return str(llvm_dialect.translate_module_to_llvmir(kernels.operation))
 
 
+@functools.cache
+def _torch_cpu_library() -> ctypes.CDLL:
+    import torch
+
+    return ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
+
+
+def _bind_sleef(parsed: llvm.ModuleRef) -> None:
+    """Point the JIT at libtorch_cpu's SLEEF functions (mlirc-cpu-vector-math calls them).
+
+    libtorch_cpu is loaded without RTLD_GLOBAL, so the JIT cannot find them alone.
+    """
+    for fn in parsed.functions:
+        if fn.is_declaration and fn.name.startswith("Sleef_") and not llvm.address_of_symbol(fn.name):
+            try:
+                address = ctypes.cast(getattr(_torch_cpu_library(), fn.name), ctypes.c_void_p).value
+            except (OSError, AttributeError) as err:
+                raise PipelineError("llvmlite", f"SLEEF function {fn.name} not found in libtorch_cpu: {err}") from err
+            llvm.add_symbol(fn.name, address)
+
+
 def compile_kernels(module: ir.Module) -> CompiledKernels:
     sigs = kernel_signatures(module)
     kernels = kernels_only(module)
@@ -104,6 +126,7 @@ def compile_kernels(module: ir.Module) -> CompiledKernels:
         parsed.verify()
     except RuntimeError as err:
         raise PipelineError("llvmlite", f"LLVM IR does not parse: {err}") from err
+    _bind_sleef(parsed)
     engine = llvm.create_mcjit_compiler(parsed, target_machine())
     engine.finalize_object()
     functions = {}
