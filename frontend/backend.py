@@ -14,6 +14,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
 
 from mlirc.config import config
 from mlirc.errors import MlircError, UnsupportedOpError
@@ -72,7 +73,12 @@ def _output_is_single(gm: fx.GraphModule) -> bool:
 
 
 def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-    """An AOTAutograd fw/bw compiler: returns a callable with the graph's semantics."""
+    """An AOTAutograd fw/bw compiler: a callable with the graph's semantics, taking
+    its arguments boxed (one list), which is the convention AOTAutograd expects."""
+    return make_boxed_func(_compile_fx_graph(gm, example_inputs))
+
+
+def _compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
     st = stats()
     st.graphs += 1
     device = _device_of(example_inputs)

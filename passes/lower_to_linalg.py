@@ -16,7 +16,7 @@ from mlir.dialects import arith, func, tensor
 
 from mlirc.dialects import shapes
 from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS
-from mlirc.errors import UnsupportedOpError
+from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.registry import register_pass
 from mlirc.passes.scalar_math import convert_scalar, scalar_body
@@ -259,9 +259,13 @@ def lower_to_linalg(module: ir.Operation) -> None:
         for op, (in_types, out_type) in zip(ops, logical, strict=False):
             name = op.name.split(".", 1)[1]
             fn = PATTERNS.get(name)
-            if fn is None:
-                raise UnsupportedOpError(op.name, "no linalg lowering")
-            with ir.InsertionPoint(op), op.location:
-                new = fn(MlircOp(op, list(op.operands), in_types, out_type))
+            try:
+                if fn is None:
+                    raise UnsupportedOpError(op.name, "no linalg lowering")
+                with ir.InsertionPoint(op), op.location:
+                    new = fn(MlircOp(op, list(op.operands), in_types, out_type))
+            except MlircError as err:
+                err.location = getattr(err, "location", None) or op.location  # the diagnostic points at the op
+                raise
             op.results[0].replace_all_uses_with(new)
             op.erase()
