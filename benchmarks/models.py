@@ -46,7 +46,7 @@ def _chain() -> Case:
 
 def _encoder(with_mask: bool) -> Callable[[], Case]:
     def make() -> Case:
-        layer = nn.TransformerEncoderLayer(64, 4, batch_first=True)
+        layer = nn.TransformerEncoderLayer(64, 4, batch_first=True).eval()
         x = torch.randn(8, 128, 64)
         if not with_mask:
             return layer, (x,)
