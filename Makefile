@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 VPY = $(VENV)/bin/python
 
-.PHONY: install test lint format lit pytest demo bench clean
+.PHONY: install test lint format lit pytest demo bench opinfo opinfo-inductor clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,14 @@ demo: install
 
 bench: install
 	$(VPY) benchmarks/run.py
+
+# The OpInfo sweep's summary (CI runs the same sample through tests/test_opinfo.py).
+opinfo: install
+	$(VPY) tests/opinfo_sweep.py
+
+# The reference point: the same harness with Inductor (slow: a C++ compile per case).
+opinfo-inductor: install
+	$(VPY) tests/opinfo_sweep.py --backend inductor --dtypes float32 --json opinfo-inductor.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info lit/**/Output

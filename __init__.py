@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from mlirc.errors import MlircError, PipelineError, UnsupportedOpError, VerificationError
 from mlirc.frontend.backend import mlirc_backend
-from mlirc.frontend.stats import CompileStats, reset_stats, stats
+from mlirc.frontend.stats import CompileStats, explain, reset_stats, stats
 
 __version__ = "0.1.0"
 
@@ -28,6 +28,7 @@ __all__ = [
     "PipelineError",
     "UnsupportedOpError",
     "VerificationError",
+    "explain",
     "mlirc_backend",
     "reset_stats",
     "stats",

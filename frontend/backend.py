@@ -57,6 +57,7 @@ def _try_compile(gm: fx.GraphModule, device: torch.device) -> Callable | None:
     except MlircError as err:
         st.failed_regions += 1
         st.fallback_nodes += _compute_nodes(gm)
+        st.fallback_ops[f"region failed: {str(err).splitlines()[0][:120]}"] += 1
         if config.strict:
             raise
         warnings.warn(f"mlirc: a region runs eagerly because compilation failed: {err}", stacklevel=2)

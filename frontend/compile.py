@@ -21,7 +21,7 @@ from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
 from mlirc.dialects import make_context
 from mlirc.errors import PipelineError
-from mlirc.frontend.importer import FxImporter, node_meta
+from mlirc.frontend.importer import FxImporter, constant_inputs, node_meta
 from mlirc.passes.pipelines import STAGES
 from mlirc.passes.registry import run_passes
 
@@ -36,11 +36,11 @@ class CompiledRegion:
     stage_ir: dict[str, str]
 
 
-def _dump(name: str, stage: str, text: str) -> str | None:
+def _dump(name: str, stage: str, text: str, ext: str = "mlir") -> str | None:
     if not config.dump_dir:
         return None
     os.makedirs(config.dump_dir, exist_ok=True)
-    path = os.path.join(config.dump_dir, f"{name}.{stage}.mlir")
+    path = os.path.join(config.dump_dir, f"{name}.{stage}.{ext}")
     with open(path, "w") as f:
         f.write(text)
     return path
@@ -79,6 +79,15 @@ def _with_none_outputs(call: Callable, is_none: list[bool]) -> Callable:
 _region_counter = 0
 
 
+def _with_constants(call: Callable, constants: list[torch.Tensor]) -> Callable:
+    """The graph's lifted constants are the compiled function's trailing arguments."""
+
+    def wrapped(*args: torch.Tensor) -> tuple:
+        return call(*args, *constants)
+
+    return wrapped
+
+
 def compile_region(gm: fx.GraphModule, device: torch.device | None = None) -> CompiledRegion:
     global _region_counter
     _region_counter += 1
@@ -102,5 +111,8 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None) -> Co
     call, source = build_wrapper(module, compiled, result_dtypes, device)
     if any(n is None for n in outputs):
         call = _with_none_outputs(call, [n is None for n in outputs])
-    _dump(name, "wrapper", source)
+    constants = constant_inputs(gm)
+    if constants:
+        call = _with_constants(call, constants)
+    _dump(name, "wrapper", source, ext="py")
     return CompiledRegion(call, source, len(compiled.functions), stage_ir)

@@ -26,7 +26,10 @@ log = logging.getLogger(__name__)
 
 
 def node_meta(node: fx.Node) -> Any:
-    return node.meta.get("val", node.meta.get("example_value"))
+    meta = node.meta.get("val", node.meta.get("example_value"))
+    if meta is None and node.op == "get_attr":
+        return _attr_value(node)
+    return meta
 
 
 class LoweringContext:
@@ -103,6 +106,11 @@ def _tensor_metas(node: fx.Node) -> list[torch.Tensor]:
     return [m for m in flat if isinstance(m, torch.Tensor)]
 
 
+def constant_inputs(gm: fx.GraphModule) -> list[torch.Tensor]:
+    """The values of the graph's get_attr nodes, in the importer's argument order."""
+    return [_attr_value(node) for node in gm.graph.nodes if node.op == "get_attr"]
+
+
 class FxImporter:
     """Imports one ATen FX graph as `func.func @main` in a new module."""
 
@@ -114,7 +122,10 @@ class FxImporter:
 
         with self.context, ir.Location.unknown():
             module = ir.Module.create()
-            placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+            # Lifted constant tensors (get_attr) become trailing arguments; the
+            # caller appends their values (see constant_inputs).
+            placeholders = [n for n in gm.graph.nodes if n.op in ("placeholder", "get_attr")]
+            placeholders.sort(key=lambda n: n.op == "get_attr")
             arg_types = [self._type_of(n) for n in placeholders]
             output_node = next(n for n in gm.graph.nodes if n.op == "output")
             outputs = output_node.args[0]
@@ -166,6 +177,13 @@ class FxImporter:
                 f"{node.format_node()}: mlirc type {value.type} but torch says {self._type_of(node)}"
             )
         return value
+
+
+def _attr_value(node: fx.Node) -> Any:
+    value = node.graph.owning_module
+    for part in str(node.target).split("."):
+        value = getattr(value, part)
+    return value
 
 
 def _location_name(node: fx.Node) -> str:

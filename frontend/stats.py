@@ -7,7 +7,9 @@ OpInfo sweep and the tests read `fallback_nodes` from it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -19,6 +21,11 @@ class CompileStats:
     fallback_nodes: int = 0
     kernels: int = 0
     fallback_ops: Counter = field(default_factory=Counter)  # "aten.op: reason" -> count
+
+    @property
+    def fully_compiled(self) -> bool:
+        """Some compute was compiled and none of it fell back to eager."""
+        return self.compiled_nodes > 0 and self.fallback_nodes == 0 and self.failed_regions == 0
 
     def summary(self) -> str:
         lines = [
@@ -39,3 +46,21 @@ def stats() -> CompileStats:
 def reset_stats() -> None:
     global _stats
     _stats = CompileStats()
+
+
+def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, CompileStats]:
+    """Compile `fn` with mlirc from scratch, call it once; return (result, its stats).
+
+    The global `stats()` is left as it was; Dynamo's caches are reset first so the
+    stats describe this function alone.
+    """
+    import torch
+
+    global _stats
+    saved, _stats = _stats, CompileStats()
+    try:
+        torch._dynamo.reset()
+        result = torch.compile(fn, backend="mlirc")(*args, **kwargs)
+        return result, _stats
+    finally:
+        _stats = saved

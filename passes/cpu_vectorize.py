@@ -18,7 +18,7 @@ from mlirc.dialects import shapes
 from mlirc.passes.registry import register_pass
 
 SCHEDULE_ATTR = "mlirc.schedule"
-VECTORIZABLE = frozenset({"linalg.generic", "linalg.matmul", "linalg.batch_matmul"})
+VECTORIZABLE = frozenset({"linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.copy"})
 
 
 @functools.cache
@@ -52,6 +52,8 @@ def _loop_sizes(op: ir.Operation) -> list[int] | None:
     if op.name == "linalg.batch_matmul":
         bsz, m, k = shapes.shape_of(op.operands[0])
         return [bsz, m, shapes.shape_of(op.operands[1])[2], k]
+    if op.name == "linalg.copy":
+        return list(shapes.shape_of(op.results[0]))
     maps = ir.ArrayAttr(op.attributes["indexing_maps"])
     sizes: dict[int, int] = {}
     for value, attr in zip(op.operands, maps, strict=False):
@@ -67,6 +69,8 @@ def schedule(op: ir.Operation) -> tuple[list[int], list[int]] | None:
     """(tile sizes, vector sizes) for `op`, or None to leave it scalar."""
     if op.name not in VECTORIZABLE or _has_gather(op) or len(op.results) != 1:
         return None  # gathers and multi-result reductions (argmax) stay scalar
+    if any(isinstance(shapes.elem_of(v), ir.BF16Type) for v in [*op.operands, *op.results]):
+        return None  # LLVM 20's x86 masked store of bf16 vectors crashes at run time
     sizes = _loop_sizes(op)
     if not sizes or any(s is None or s == 0 for s in sizes):
         return None

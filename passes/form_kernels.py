@@ -9,7 +9,7 @@ results, which the host wrapper runs as torch views.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import func
+from mlir.dialects import func, linalg
 
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.registry import register_pass
@@ -60,12 +60,14 @@ def _defined_inside(value: ir.Value, op: ir.Operation) -> bool:
 
 
 def _copy_root(value: ir.Value) -> ir.Value:
-    """An identity generic, so that returned inputs/duplicates get their own buffer."""
-    rank = len(ir.RankedTensorType(value.type).shape)
-    init = le.empty(ir.RankedTensorType(value.type).shape, ir.RankedTensorType(value.type).element_type)
-    return le.generic(
-        [value], [le.identity_map(rank)], [init], [le.identity_map(rank)], [le.PARALLEL] * rank, lambda a: [a[0]]
-    )[0]
+    """A copy, so that returned inputs/duplicates/views get their own buffer.
+
+    linalg.copy, not an identity generic: canonicalization erases identity generics,
+    which would leave a kernel returning a (strided) view of its argument.
+    """
+    vtype = ir.RankedTensorType(value.type)
+    init = le.empty(vtype.shape, vtype.element_type)
+    return linalg.copy(value, outs=[init])
 
 
 def _materialize_returns(fn: func.FuncOp) -> None:
@@ -102,6 +104,10 @@ class _Outliner:
                 d = _defining_op(v)
                 if (d is None or d not in member_set) and v not in inputs:
                     inputs.append(v)
+        # 0-size inputs hold no data (and bare-pointer memrefs cannot be 0-size):
+        # the kernel makes an empty tensor of its own instead of taking them.
+        empty_inputs = [v for v in inputs if _is_empty(v)]
+        inputs = [v for v in inputs if not _is_empty(v)]
         results = list(root.results)
         name = f"kernel_{self.count}"
         self.count += 1
@@ -109,7 +115,7 @@ class _Outliner:
             kernel = func.FuncOp(name, ([v.type for v in inputs], [r.type for r in results]))
         kernel.attributes["mlirc.kernel"] = ir.UnitAttr.get()
         block = kernel.add_entry_block()
-        clones = self._clone_into(block, members, inputs)
+        clones = self._clone_into(block, members, inputs, empty_inputs)
         with ir.InsertionPoint(block), root.location:
             func.ReturnOp([clones[r] for r in results])
         with ir.InsertionPoint(root), root.location:
@@ -133,11 +139,16 @@ class _Outliner:
         order = {op: i for i, op in enumerate(o.operation for o in self.entry.entry_block.operations)}
         return sorted(found, key=lambda o: order[o])
 
-    def _clone_into(self, block: ir.Block, members: list[ir.Operation], inputs: list[ir.Value]) -> dict:
+    def _clone_into(
+        self, block: ir.Block, members: list[ir.Operation], inputs: list[ir.Value], empty_inputs: list[ir.Value]
+    ) -> dict:
         clones: dict = {}
         for arg, v in zip(block.arguments, inputs, strict=False):
             clones[v] = arg
         with ir.InsertionPoint(block):
+            for v in empty_inputs:
+                t = ir.RankedTensorType(v.type)
+                clones[v] = le.empty(t.shape, t.element_type)
             for op in members:
                 new = op.clone()
                 _remap(new, clones)
@@ -165,9 +176,27 @@ def form_kernels(module: ir.Operation) -> None:
         outliner = _Outliner(entry)
         roots = [op.operation for op in entry.entry_block.operations if _is_root(op.operation)]
         for root in roots:
-            outliner.outline(root)
+            if all(_is_empty(r) for r in root.results):
+                _replace_by_empty(root)  # nothing to compute: the host allocates the result
+            else:
+                outliner.outline(root)
             root.erase()
         _erase_dead(entry)
+
+
+def _returned(op: ir.Operation) -> bool:
+    return any(use.owner.operation.name == "func.return" for r in op.results for use in r.uses)
+
+
+def _is_empty(value: ir.Value) -> bool:
+    return 0 in ir.RankedTensorType(value.type).shape
+
+
+def _replace_by_empty(root: ir.Operation) -> None:
+    with ir.InsertionPoint(root), root.location:
+        for r in root.results:
+            t = ir.RankedTensorType(r.type)
+            r.replace_all_uses_with(le.empty(t.shape, t.element_type))
 
 
 def _erase_dead(fn: func.FuncOp) -> None:
@@ -176,7 +205,7 @@ def _erase_dead(fn: func.FuncOp) -> None:
         changed = False
         for op in reversed(list(fn.entry_block.operations)):
             o = op.operation
-            if o.name in ("func.return", "func.call"):
+            if o.name in ("func.return", "func.call") or (o.name == "tensor.empty" and _returned(o)):
                 continue
             if all(len(list(r.uses)) == 0 for r in o.results):
                 o.erase()

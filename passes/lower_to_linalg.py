@@ -248,6 +248,11 @@ def _mlirc_ops(fn: func.FuncOp) -> list[ir.Operation]:
     return ops
 
 
+def _empty_result(logical_type: ir.Type) -> ir.Value:
+    t = ir.RankedTensorType(logical_type)
+    return le.empty(t.shape, le.storage_elem(t.element_type))
+
+
 @register_pass("mlirc-lower-to-linalg", "Lower mlirc dialect ops to linalg/tensor/arith/math on tensors")
 def lower_to_linalg(module: ir.Operation) -> None:
     for fn_op in module.regions[0].blocks[0].operations:
@@ -263,7 +268,10 @@ def lower_to_linalg(module: ir.Operation) -> None:
                 if fn is None:
                     raise UnsupportedOpError(op.name, "no linalg lowering")
                 with ir.InsertionPoint(op), op.location:
-                    new = fn(MlircOp(op, list(op.operands), in_types, out_type))
+                    if 0 in ir.RankedTensorType(out_type).shape:
+                        new = _empty_result(out_type)  # nothing to compute, whatever the op
+                    else:
+                        new = fn(MlircOp(op, list(op.operands), in_types, out_type))
             except MlircError as err:
                 err.location = getattr(err, "location", None) or op.location  # the diagnostic points at the op
                 raise

@@ -16,9 +16,9 @@ from mlirc.passes.scalar_math import const
 def _extreme(elem: ir.Type, largest: bool) -> float | int:
     if shapes.is_float(elem):
         return float("inf") if largest else float("-inf")
-    width = ir.IntegerType(elem).width
-    if width == 8 and shapes.is_bool(elem):
+    if shapes.is_bool(elem):  # i1, stored as 0/1 bytes
         return 1 if largest else 0
+    width = ir.IntegerType(elem).width
     return (1 << (width - 1)) - 1 if largest else -(1 << (width - 1))
 
 
@@ -70,8 +70,10 @@ def _arg_reduce(m: MlircOp) -> ir.Value:
     x = m.operands[0]
     elem = le.storage_elem(shapes.elem_of(x))
     rank, dims, out_map, iterators = _reduction_maps(m)
-    dim = dims[0]
     i64 = ir.IntegerType.get_signless(64)
+    if rank == 0:  # a 0-d tensor is its own max, at index 0
+        return le.fill(const(i64, 0), le.empty(m.out_shape, i64))
+    dim = dims[0]
     value_init = le.fill(const(elem, _extreme(shapes.elem_of(m.in_types[0]), not is_max)), le.empty(m.out_shape, elem))
     index_init = le.fill(const(i64, (1 << 63) - 1), le.empty(m.out_shape, i64))
 

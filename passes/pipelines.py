@@ -33,6 +33,10 @@ CPU_TO_LLVM = [
     # libm calls for what LLVM has no intrinsic for; it scalarizes vector math with
     # vector.extract/insert, so it runs before the vector conversion.
     "convert-math-to-libm",
+    # x86 has no bf16 arithmetic and LLVM would call compiler-rt's __truncsfbf2 for
+    # it: compute in f32 (rounding after each op, as eager does) and expand the casts.
+    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}",
+    "arith-expand{include-bf16=true}",
     "convert-vector-to-llvm",
     "convert-arith-to-llvm",
     "convert-index-to-llvm",

@@ -160,6 +160,11 @@ def convert_scalar(x: ir.Value, dst: ir.Type) -> ir.Value:
     if src == dst:
         return x
     src_float, dst_float = shapes.is_float(src), shapes.is_float(dst)
+    f32 = ir.F32Type.get()
+    if dst_float and _float_width(dst) == 16 and src != f32:
+        # torch converts to half types through float (c10::Half(float)); LLVM would
+        # call compiler-rt (__truncdfhf2, ...) which this process may not have.
+        return convert_scalar(convert_scalar(x, f32), dst)
     if shapes.is_bool(dst):
         if src_float:
             return arith.cmpf(arith.CmpFPredicate.UNE, x, const(src, 0))

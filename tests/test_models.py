@@ -75,3 +75,23 @@ def test_backward_matches_eager():
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
     for p, g in zip(model.parameters(), ref_grads, strict=True):
         torch.testing.assert_close(p.grad, g, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (3, 4)])
+def test_bool_min_max(shape):
+    """min over all-True bools is True (the reduction's init must be 1, not i1's -1)."""
+
+    def f(m):
+        return m.amin(), m.amax(), m.all(), m.any()
+
+    compile_and_compare(f, torch.ones(shape, dtype=torch.bool))
+    compile_and_compare(f, torch.rand(shape) > 0.5)
+
+
+def test_lifted_constant_tensor():
+    """A tensor built inside the function is a get_attr constant of the graph."""
+
+    def f(x):
+        return x * torch.tensor([1.0, -2.0, 3.0]) + torch.tensor(0.5)
+
+    compile_and_compare(f, torch.randn(4, 3))

@@ -103,18 +103,29 @@ def _torch_cpu_library() -> ctypes.CDLL:
     return ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
 
 
-def _bind_sleef(parsed: llvm.ModuleRef) -> None:
-    """Point the JIT at libtorch_cpu's SLEEF functions (mlirc-cpu-vector-math calls them).
+def _symbol_address(library: ctypes.CDLL, name: str) -> int | None:
+    try:
+        return ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+    except AttributeError:
+        return None
 
-    libtorch_cpu is loaded without RTLD_GLOBAL, so the JIT cannot find them alone.
+
+def _bind_external_symbols(parsed: llvm.ModuleRef) -> None:
+    """Resolve every function the kernels call but do not define, or fail cleanly.
+
+    libc/libm functions come from the process; SLEEF (mlirc-cpu-vector-math) from
+    libtorch_cpu, which is loaded without RTLD_GLOBAL, so the JIT cannot find it
+    alone.  An unresolved call would jump to address 0, so it is an error here.
     """
     for fn in parsed.functions:
-        if fn.is_declaration and fn.name.startswith("Sleef_") and not llvm.address_of_symbol(fn.name):
-            try:
-                address = ctypes.cast(getattr(_torch_cpu_library(), fn.name), ctypes.c_void_p).value
-            except (OSError, AttributeError) as err:
-                raise PipelineError("llvmlite", f"SLEEF function {fn.name} not found in libtorch_cpu: {err}") from err
-            llvm.add_symbol(fn.name, address)
+        if not fn.is_declaration or fn.name.startswith("llvm.") or llvm.address_of_symbol(fn.name):
+            continue
+        address = _symbol_address(ctypes.CDLL(None), fn.name)
+        if address is None and fn.name.startswith("Sleef_"):
+            address = _symbol_address(_torch_cpu_library(), fn.name)
+        if address is None:
+            raise PipelineError("llvmlite", f"kernels call {fn.name}, which is not in this process")
+        llvm.add_symbol(fn.name, address)
 
 
 def compile_kernels(module: ir.Module) -> CompiledKernels:
@@ -126,7 +137,7 @@ def compile_kernels(module: ir.Module) -> CompiledKernels:
         parsed.verify()
     except RuntimeError as err:
         raise PipelineError("llvmlite", f"LLVM IR does not parse: {err}") from err
-    _bind_sleef(parsed)
+    _bind_external_symbols(parsed)
     engine = llvm.create_mcjit_compiler(parsed, target_machine())
     engine.finalize_object()
     functions = {}

@@ -64,6 +64,12 @@ class WrapperBuilder:
                 outs.append(n)
             ptrs = ", ".join(f"{x}.data_ptr()" for x in [*(self.name(v) for v in op.operands), *outs])
             self.lines.append(f"    kernels[{callee!r}]({ptrs})")
+        elif op.name == "tensor.empty":  # a 0-size result: nothing to compute
+            r = op.results[0]
+            dtype = _dtype(r.type, logical.get(r))
+            self.lines.append(
+                f"    {self.fresh(r)} = torch.empty({list(shapes.shape_of(r))}, dtype={dtype}, device=device)"
+            )
         elif op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
             n = self.fresh(op.results[0], "view")
             self.lines.append(f"    {n} = {self.name(op.operands[0])}.view({list(shapes.shape_of(op.results[0]))})")

@@ -1,0 +1,390 @@
+"""The OpInfo sweep: every op of PyTorch's `op_db` through torch.compile, against eager.
+
+    python tests/opinfo_sweep.py                      # CI sample, mlirc: summary table
+    python tests/opinfo_sweep.py --full               # every sample input
+    python tests/opinfo_sweep.py --backend inductor   # the reference point
+    python tests/opinfo_sweep.py --update             # rewrite tests/opinfo_expected.tsv
+    python tests/opinfo_sweep.py --ops add,softmax -v # a few ops, with reasons
+
+For each (op, dtype) all sample inputs (or the first few, in the CI sample) are
+called in one compiled function, so one compile covers the pair.  Its status is the
+worst over the samples:
+
+  compiled  every output matches eager and no node of any graph fell back
+  fallback  matches eager, but some nodes ran eagerly (reason: the ops and why)
+  eager     matches eager, but Dynamo sent no graph with compute to the backend
+  wrong     an output differs from eager (never acceptable for mlirc)
+  error     compiling or running raised (or the worker crashed / timed out)
+
+Cases run in worker processes, so a crash or a hang costs one case, not the sweep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+EXPECTED = HERE / "opinfo_expected.tsv"
+DTYPES = ("float32", "float64", "int64", "bool")
+STATUSES = ("compiled", "fallback", "eager", "wrong", "error")
+CI_SAMPLES = 3  # samples per (op, dtype) in the CI sweep
+CASE_TIMEOUT_S = 180
+
+# Ops whose outputs are random or uninitialized: eager and compiled cannot agree.
+NONDETERMINISTIC = frozenset(
+    {
+        "bernoulli",
+        "cauchy",
+        "empty",
+        "empty_like",
+        "empty_permuted",
+        "empty_strided",
+        "exponential",
+        "geometric",
+        "log_normal",
+        "multinomial",
+        "new_empty",
+        "new_empty_strided",
+        "nn.functional.alpha_dropout",
+        "nn.functional.dropout",
+        "nn.functional.dropout2d",
+        "nn.functional.dropout3d",
+        "nn.functional.feature_alpha_dropout",
+        "nn.functional.rrelu",
+        "normal",
+        "rand_like",
+        "randint",
+        "randint_like",
+        "randn",
+        "randn_like",
+        "uniform",
+        "torch._refs.nn.functional.dropout",
+    }
+)
+
+# (atol, rtol) per output dtype; integer and bool results must be exact.
+TOLERANCE = {
+    "torch.float16": (1e-3, 1e-3),
+    "torch.bfloat16": (1e-2, 1.6e-2),
+    "torch.float32": (1e-4, 1e-4),
+    "torch.complex64": (1e-4, 1e-4),
+    "torch.float64": (1e-7, 1e-7),
+    "torch.complex128": (1e-7, 1e-7),
+}
+
+
+@dataclass
+class Result:
+    case: str  # "<op>[.<variant>]|<dtype>"
+    status: str
+    reason: str = ""
+    seconds: float = 0.0
+
+
+def case_name(op, dtype: str) -> str:
+    name = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+    return f"{name}|{dtype}"
+
+
+def all_cases(only: set[str] | None = None) -> list[str]:
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    cases = []
+    for op in op_db:
+        if op.name in NONDETERMINISTIC or (only and op.name not in only):
+            continue
+        supported = op.supported_dtypes("cpu")
+        cases += [case_name(op, d) for d in DTYPES if getattr(torch, d) in supported]
+    return cases
+
+
+# ---------------------------------------------------------------- one case (worker side)
+
+
+def _find_op(name: str):
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    for op in op_db:
+        if case_name(op, "x").split("|")[0] == name:
+            return op
+    raise KeyError(name)
+
+
+def _clone(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clone(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _clone(v) for k, v in value.items()}
+    return value
+
+
+def _compare(actual, expected) -> str | None:
+    """None if equal within each output dtype's tolerance, else a short description."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    got, got_spec = tree_flatten(actual)
+    want, want_spec = tree_flatten(expected)
+    if got_spec != want_spec:
+        return f"output structure differs: {got_spec} vs {want_spec}"
+    for i, (a, e) in enumerate(zip(got, want, strict=True)):
+        atol, rtol = TOLERANCE.get(str(getattr(e, "dtype", None)), (0, 0))
+        try:
+            torch.testing.assert_close(a, e, atol=atol, rtol=rtol, equal_nan=True, check_device=False)
+        except (AssertionError, TypeError, ValueError, RuntimeError) as err:
+            return f"output {i}: " + " ".join(str(err).split())[:160]
+    return None
+
+
+def _eager_samples(op, dtype, max_samples: int | None):
+    """Samples on which eager runs, each with its expected output."""
+    import torch
+
+    good = []
+    for sample in op.sample_inputs("cpu", getattr(torch, dtype), requires_grad=False):
+        if max_samples is not None and len(good) >= max_samples:
+            break
+        torch.manual_seed(0)
+        try:
+            expected = op(*_clone([sample.input, *sample.args]), **_clone(sample.kwargs))
+        except Exception:  # eager rejects the sample: nothing to compare
+            continue
+        good.append((sample, expected))
+    return good
+
+
+def _fallback_reason(stats) -> str:
+    if stats.fallback_ops:
+        return "; ".join(sorted(stats.fallback_ops))[:200]
+    return f"{stats.failed_regions} region(s) failed to compile"
+
+
+def run_case(case: str, backend: str, max_samples: int | None) -> Result:
+    import torch
+
+    import mlirc
+
+    start = time.perf_counter()
+    name, dtype = case.split("|")
+    op = _find_op(name)
+    samples = _eager_samples(op, dtype, max_samples)
+    if not samples:
+        return Result(case, "eager", "eager rejects every sample input")
+
+    fn = op.op  # the function itself: Dynamo need not trace the OpInfo object
+
+    def call_all(inputs):
+        return [fn(*args, **kwargs) for args, kwargs in inputs]
+
+    inputs = [([_clone(s.input), *_clone(s.args)], _clone(s.kwargs)) for s, _ in samples]
+    torch._dynamo.reset()
+    mlirc.reset_stats()
+    torch.manual_seed(0)
+    try:
+        actual = torch.compile(call_all, backend=backend)(inputs)
+    except Exception as err:
+        return Result(case, "error", f"{type(err).__name__}: {' '.join(str(err).split())}"[:200])
+    for i, ((_, expected), got) in enumerate(zip(samples, actual, strict=True)):
+        diff = _compare(got, expected)
+        if diff is not None:
+            return Result(case, "wrong", f"sample {i}: {diff}", time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    if backend != "mlirc":
+        return Result(case, "compiled", "", elapsed)
+    stats = mlirc.stats()
+    if stats.fallback_nodes or stats.failed_regions:
+        return Result(case, "fallback", _fallback_reason(stats), elapsed)
+    if stats.compiled_nodes == 0:
+        return Result(case, "eager", "no graph with compute reached mlirc", elapsed)
+    return Result(case, "compiled", "", elapsed)
+
+
+def worker(backend: str, max_samples: int | None) -> None:
+    """Read case names on stdin; write one JSON result per line on stdout."""
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    out = sys.stdout
+    sys.stdout = sys.stderr  # ops that print must not corrupt the protocol
+    for line in sys.stdin:
+        case = line.strip()
+        if case:
+            out.write(json.dumps(asdict(run_case(case, backend, max_samples))) + "\n")
+            out.flush()
+
+
+# ---------------------------------------------------------------- the sweep (parent side)
+
+
+class _Worker:
+    def __init__(self, backend: str, max_samples: int | None) -> None:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--backend", backend]
+        cmd += ["--full"] if max_samples is None else ["--samples", str(max_samples)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+        )
+        self.case: str | None = None
+        self.started = 0.0
+
+    def send(self, case: str) -> None:
+        self.case, self.started = case, time.perf_counter()
+        self.proc.stdin.write(case + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def sweep(cases: list[str], backend: str, max_samples: int | None, jobs: int, progress: bool) -> list[Result]:
+    pending, results = list(reversed(cases)), []
+    workers = [_Worker(backend, max_samples) for _ in range(min(jobs, len(cases)))]
+    for w in workers:
+        if pending:
+            w.send(pending.pop())
+    while any(w.case for w in workers):
+        busy = {w.proc.stdout.fileno(): w for w in workers if w.case}
+        ready, _, _ = select.select(list(busy), [], [], 5.0)
+        for fd in ready:
+            w = busy[fd]
+            line = w.proc.stdout.readline()
+            if line:
+                results.append(Result(**json.loads(line)))
+            else:  # the worker died inside this case
+                results.append(Result(w.case, "error", f"worker crashed (exit {w.proc.wait()})"))
+                w.__init__(backend, max_samples)
+            _next(w, pending)
+            if progress:
+                print(f"[{len(results)}/{len(cases)}] {results[-1].case}: {results[-1].status}", file=sys.stderr)
+        for w in workers:
+            if w.case and time.perf_counter() - w.started > CASE_TIMEOUT_S:
+                w.close()
+                results.append(Result(w.case, "error", f"timed out after {CASE_TIMEOUT_S}s"))
+                w.__init__(backend, max_samples)
+                _next(w, pending)
+    for w in workers:
+        w.close()
+    return sorted(results, key=lambda r: r.case)
+
+
+def _next(w: _Worker, pending: list[str]) -> None:
+    if pending:
+        w.send(pending.pop())
+    else:
+        w.case = None
+
+
+# ---------------------------------------------------------------- expectations and report
+
+
+def read_expected(path: Path = EXPECTED) -> dict[str, tuple[str, str]]:
+    expected = {}
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("#"):
+            case, status, *reason = line.split("\t")
+            expected[case] = (status, reason[0] if reason else "")
+    return expected
+
+
+def write_expected(results: list[Result], path: Path = EXPECTED) -> None:
+    lines = [
+        "# OpInfo sweep expectations (CI sample): case<TAB>status<TAB>reason.",
+        "# Regenerate with `python tests/opinfo_sweep.py --update`; CI fails on any change.",
+    ]
+    lines += [f"{r.case}\t{r.status}\t{r.reason}".rstrip("\t") for r in results]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def compare_with_expected(results: list[Result], expected: dict[str, tuple[str, str]]) -> list[str]:
+    """Every difference in status (regressions and improvements alike)."""
+    problems = []
+    got = {r.case: r for r in results}
+    for case in sorted(set(got) | set(expected)):
+        want = expected.get(case, ("(absent)", ""))[0]
+        have = got[case].status if case in got else "(absent)"
+        if want != have:
+            kind = "improved" if STATUSES.index(have) < STATUSES.index(want) else "REGRESSED"
+            kind = kind if want in STATUSES and have in STATUSES else "changed"
+            detail = got[case].reason if case in got else ""
+            problems.append(f"{kind}: {case}: expected {want}, got {have} {detail}".rstrip())
+    return problems
+
+
+def summary(results: list[Result], backend: str) -> str:
+    lines = [f"OpInfo sweep with backend={backend}: {len(results)} (op, dtype) cases"]
+    header = f"{'dtype':10}" + "".join(f"{s:>10}" for s in STATUSES)
+    lines.append(header)
+    for dtype in DTYPES:
+        counts = Counter(r.status for r in results if r.case.endswith("|" + dtype))
+        lines.append(f"{dtype:10}" + "".join(f"{counts[s]:>10}" for s in STATUSES))
+    reasons = Counter()
+    for r in results:
+        if r.status == "fallback":
+            for part in r.reason.split("; "):
+                reasons[part] += 1
+    if reasons:
+        lines.append("\nfallback reasons, by number of cases:")
+        lines += [f"{n:6}  {reason}" for reason, n in reasons.most_common()]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", default="mlirc")
+    parser.add_argument("--full", action="store_true", help="every sample input (default: the CI sample)")
+    parser.add_argument("--samples", type=int, default=CI_SAMPLES, help="samples per (op, dtype)")
+    parser.add_argument("--ops", help="comma-separated op names (default: all)")
+    parser.add_argument("--dtypes", default=",".join(DTYPES))
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--update", action="store_true", help=f"rewrite {EXPECTED.name}")
+    parser.add_argument("--check", action="store_true", help=f"exit 1 if results differ from {EXPECTED.name}")
+    parser.add_argument("--json", type=Path, help="write every result to this file")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    max_samples = None if args.full else args.samples
+    if args.worker:
+        worker(args.backend, max_samples)
+        return 0
+    dtypes = set(args.dtypes.split(","))
+    cases = [c for c in all_cases(set(args.ops.split(",")) if args.ops else None) if c.split("|")[1] in dtypes]
+    results = sweep(cases, args.backend, max_samples, args.jobs, progress=args.verbose)
+    if args.verbose:
+        for r in results:
+            print(f"{r.case:45} {r.status:9} {r.seconds:6.1f}s {r.reason}")
+    print(summary(results, args.backend))
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in results], indent=1))
+    if args.update:  # with --ops/--dtypes: only those cases change in the file
+        if args.ops or args.dtypes != ",".join(DTYPES):
+            merged = {case: Result(case, status, reason) for case, (status, reason) in read_expected().items()}
+            merged.update({r.case: r for r in results})
+            results = sorted(merged.values(), key=lambda r: r.case)
+        write_expected(results)
+    if args.check:
+        problems = compare_with_expected(results, read_expected())
+        print("\n".join(problems) or "matches the expectations")
+        return 1 if problems else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
