@@ -1,6 +1,15 @@
-"""The decomposition table AOTAutograd applies before import: PyTorch's core ATen
-decompositions, minus those that would hide ops mlirc lowers directly and keeps
-recognisable for fusion (softmax, layer norm, ...)."""
+"""The decomposition table AOTAutograd applies before import.
+
+PyTorch's core ATen decompositions, minus those that would hide ops mlirc lowers
+directly and keeps recognisable for fusion (gelu, silu); plus PyTorch's own
+decompositions of some ops mlirc has no lowering for (norms, repeat, adaptive
+pooling, group norm, ...): a decomposed op compiles if its pieces do.
+
+EXTRA is a list, not "everything in torch._decomp": some decompositions produce
+prims ops (whose eager fallback is not always eager's answer, e.g. prims.signbit
+of +0.0) or in-place/alias nodes AOTAutograd rejects.  Each entry was checked with
+the OpInfo sweep (tests/opinfo_sweep.py).
+"""
 
 from __future__ import annotations
 
@@ -9,15 +18,53 @@ from typing import Any
 
 import torch
 from torch._decomp import core_aten_decompositions
+from torch._decomp import decomposition_table as all_decompositions
 
 aten = torch.ops.aten
 
 KEEP = (aten.gelu.default, aten.silu.default)
 
+EXTRA = (
+    aten.linalg_vector_norm.default,
+    aten.split_with_sizes.default,
+    aten.repeat.default,
+    aten._native_batch_norm_legit_functional.default,
+    aten.erfc.default,
+    aten.special_erfcx.default,
+    aten.unfold.default,
+    aten.pow.Scalar,
+    aten._adaptive_avg_pool2d.default,
+    aten.hardtanh.default,
+    aten.round.decimals,
+    aten.fmax.default,
+    aten.fmin.default,
+    aten.ldexp.Tensor,
+    aten.narrow_copy.default,
+    aten.native_group_norm.default,
+    aten.elu.default,
+    aten.permute_copy.default,
+    aten.unbind_copy.int,
+    aten.view_copy.default,
+    aten.addmv.default,
+    aten.leaky_relu.default,
+    aten.hypot.default,
+    aten.bitwise_left_shift.Tensor,
+    aten.bitwise_right_shift.Tensor,
+    aten.slice_scatter.default,
+    aten.adaptive_max_pool2d.default,
+    aten.dist.default,
+    aten._batch_norm_with_update_functional.default,
+)
+
 
 @functools.cache
 def decomposition_table() -> dict[Any, Any]:
+    from mlirc.frontend.lowerings import LOWERINGS
+
     table = dict(core_aten_decompositions())
+    for op in EXTRA:
+        if op not in LOWERINGS and op in all_decompositions:
+            table.setdefault(op, all_decompositions[op])
     for op in KEEP:
         table.pop(op, None)
     return table

@@ -65,6 +65,32 @@ def _mean(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     return b.elementwise("div", total, lctx.typed(float(count), dtype))
 
 
+def _float_input(node: fx.Node) -> str | None:
+    dtype = node_meta(node.args[0]).dtype
+    return None if dtype.is_floating_point else f"{dtype} input"
+
+
+@register(aten.var.correction, aten.var_mean.correction, check=_float_input)
+def _var(lctx: LoweringContext, node: fx.Node) -> ir.Value | tuple[ir.Value, ir.Value]:
+    """Two passes, as eager: the mean, then the sum of squared deviations over
+    max(N - correction, 0) (0/0 gives NaN as in eager)."""
+    dtype = node_meta(node.args[0]).dtype
+    x = lctx.value(node.args[0])
+    in_shape = shapes.shape_of(x)
+    dims = _dims(node, 1, len(in_shape))
+    keepdim = bool(node.kwargs.get("keepdim", False))
+    correction = node.kwargs.get("correction")
+    count = math.prod(in_shape[d] for d in dims)
+    mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), lctx.typed(float(count), dtype))
+    dev = b.elementwise("sub", x, mean)
+    squares = b.reduce("reduce_sum", b.elementwise("mul", dev, dev), dims, keepdim)
+    divisor = max(count - (1 if correction is None else correction), 0)
+    var = b.elementwise("div", squares, lctx.typed(float(divisor), dtype))
+    if node.target == aten.var.correction:
+        return var
+    return var, mean if keepdim else b.reshape(mean, list(shapes.shape_of(var)))
+
+
 def _arg_reduction(name: str):
     def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         x = lctx.value(node.args[0])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.fx as fx
 from mlir import ir
@@ -121,6 +123,60 @@ def _index_select(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     dim = node.args[1] % max(len(shapes.shape_of(x)), 1)
     index = b.reshape(_index_operand(lctx, node.args[2]), [node_meta(node.args[2]).numel()])
     return b.create("index_select", [x, index], shapes.torch_tensor_type(out_shape(node), out_dtype(node)), dim=dim)
+
+
+def _index_check(node: fx.Node) -> str | None:
+    for index in node.args[1]:
+        if index is not None and node_meta(index).dtype in (torch.bool, torch.uint8):
+            return "boolean mask index (data-dependent shape)"
+    return None
+
+
+@register(aten.index.Tensor, check=_index_check)
+def _index(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """x[i0, i1, ...] with integer index tensors: the indexed dims are collapsed into
+    one, the broadcast indices linearized (negative ones wrapped), one index_select."""
+    x = lctx.value(node.args[0])
+    indices = list(node.args[1])
+    positions = [d for d, index in enumerate(indices) if index is not None]
+    rank = len(shapes.shape_of(x))
+    if positions != list(range(positions[0], positions[-1] + 1)):
+        # Separated index tensors put the broadcast dims first: move them there.
+        x = b.permute(x, positions + [d for d in range(rank) if d not in positions])
+        indices = [indices[d] for d in positions]
+        positions = list(range(len(positions)))
+    shape = list(shapes.shape_of(x))
+    first, last = positions[0], positions[-1]
+    linear = None
+    for d in positions:
+        index = _index_operand(lctx, indices[d])
+        size = lctx.typed(shape[d], torch.int64)
+        wrapped = b.elementwise(
+            "select", b.elementwise("lt", index, lctx.typed(0, torch.int64)), b.elementwise("add", index, size), index
+        )
+        linear = wrapped if linear is None else b.elementwise("add", b.elementwise("mul", linear, size), wrapped)
+    count = math.prod(shapes.shape_of(linear))
+    collapsed = shape[:first] + [math.prod(shape[first : last + 1])] + shape[last + 1 :]
+    selected_shape = shape[:first] + [count] + shape[last + 1 :]
+    selected = b.create(
+        "index_select",
+        [b.reshape(x, collapsed), b.reshape(linear, [count])],
+        shapes.tensor_type(tuple(selected_shape), shapes.elem_of(x)),
+        dim=first,
+    )
+    return b.reshape(selected, out_shape(node))
+
+
+@register(aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default, aten.empty_permuted.default)
+def _empty(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """Uninitialized in eager; zeros here (as cheap, and deterministic)."""
+    return b.broadcast(lctx.typed(0, out_dtype(node)), out_shape(node))
+
+
+@register(aten.copy.default)
+def _copy(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """copy(self, src): src broadcast to self's shape, in self's dtype."""
+    return b.broadcast(lctx.typed(node.args[1], out_dtype(node)), out_shape(node))
 
 
 @register(aten.embedding.default)

@@ -1,0 +1,46 @@
+"""Indexing, var/std and tensor-creation lowerings vs eager."""
+
+import pytest
+import torch
+from conftest import compile_and_compare
+
+X = torch.randn(4, 5, 6)
+IDX = torch.tensor([0, -1, 2])
+IDX2 = torch.tensor([[1], [3]])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x[IDX],  # one index tensor, negative entries wrap
+        lambda x: x[:, IDX],  # an index after a full slice
+        lambda x: x[IDX2, IDX],  # two broadcast index tensors, adjacent
+        lambda x: x[IDX, :, IDX],  # separated: the broadcast dims go first
+        lambda x: x.permute(2, 0, 1)[:, IDX, IDX2],  # on a non-contiguous view
+        lambda x: x[IDX[:0]],  # an empty index
+    ],
+)
+def test_advanced_indexing(fn):
+    compile_and_compare(fn, X.clone())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_var_std(dtype):
+    def f(x):
+        return (
+            torch.var(x, 1),
+            torch.var_mean(x, (0, 2), keepdim=True),
+            torch.var(x, correction=0),
+            x.std(-1),
+            torch.var(x[0, 0, :1], 0),  # N - correction = 0: NaN as in eager
+        )
+
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        compile_and_compare(f, X.to(dtype) * 3 + 1, rtol=1e-5 if dtype == torch.float32 else 1e-7)
+
+
+def test_empty_and_copy():
+    def f(x):
+        return torch.empty(3, 4).fill_(2) + x[0, 0, 0], x.new_zeros(2).copy_(x[0, 0, :2]), torch.empty_like(x).copy_(x)
+
+    compile_and_compare(f, X.clone())
