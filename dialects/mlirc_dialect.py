@@ -22,7 +22,7 @@ class OpSignature:
 
 UNARY_OPS = (
     "neg abs exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan "
-    "sinh cosh tanh asinh acosh atanh sigmoid erf floor ceil round trunc sign reciprocal "
+    "sinh cosh tanh asinh acosh atanh sigmoid erf erfc floor ceil round trunc sign reciprocal "
     "logical_not bitwise_not isnan isinf relu"
 ).split()
 

@@ -26,16 +26,10 @@ KEEP = (aten.gelu.default, aten.silu.default)
 
 EXTRA = (
     aten.linalg_vector_norm.default,
-    aten.split_with_sizes.default,
     aten.repeat.default,
     aten._native_batch_norm_legit_functional.default,
-    aten.erfc.default,
-    aten.special_erfcx.default,
-    aten.unfold.default,
-    aten.pow.Scalar,
     aten._adaptive_avg_pool2d.default,
     aten.hardtanh.default,
-    aten.round.decimals,
     aten.fmax.default,
     aten.fmin.default,
     aten.ldexp.Tensor,

@@ -127,6 +127,7 @@ UNARY_TABLE = {
     aten.atanh.default: "atanh",
     aten.sigmoid.default: "sigmoid",
     aten.erf.default: "erf",
+    aten.erfc.default: "erfc",
     aten.floor.default: "floor",
     aten.ceil.default: "ceil",
     aten.round.default: "round",
@@ -148,6 +149,7 @@ BINARY_TABLE = {
     aten.fmod.Scalar: "fmod",
     aten.pow.Tensor_Tensor: "pow",
     aten.pow.Tensor_Scalar: "pow",
+    aten.pow.Scalar: "pow",
     aten.maximum.default: "maximum",
     aten.minimum.default: "minimum",
     aten.atan2.default: "atan2",
@@ -180,7 +182,14 @@ def _no_bool_arith(node: fx.Node) -> str | None:
     return "bool arithmetic" if out_dtype(node) == torch.bool else None
 
 
-for _op in (aten.abs.default, aten.neg.default, aten.sign.default, aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor):
+for _op in (
+    aten.abs.default,
+    aten.neg.default,
+    aten.sign.default,
+    aten.pow.Tensor_Scalar,
+    aten.pow.Tensor_Tensor,
+    aten.pow.Scalar,
+):
     CHECKS[_op] = _no_bool_arith
 
 
@@ -193,6 +202,18 @@ def _add_sub(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         rhs = b.elementwise("mul", rhs, lctx.typed(alpha, dtype))
     name = "add" if node.target in (aten.add.Tensor, aten.add.Scalar) else "sub"
     return b.elementwise(name, lhs, rhs)
+
+
+@register(aten.round.decimals)
+def _round_decimals(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """As ATen: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for d < 0."""
+    dtype = out_dtype(node)
+    x = lctx.typed(node.args[0], dtype)
+    decimals = arg(node, 1, "decimals", 0)
+    scale = lctx.typed(10.0 ** abs(decimals), dtype)
+    if decimals >= 0:
+        return b.elementwise("div", b.elementwise("round", b.elementwise("mul", x, scale)), scale)
+    return b.elementwise("mul", b.elementwise("round", b.elementwise("div", x, scale)), scale)
 
 
 @register(aten.rsub.Scalar, aten.rsub.Tensor)

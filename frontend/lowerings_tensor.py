@@ -179,6 +179,19 @@ def _copy(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     return b.broadcast(lctx.typed(node.args[1], out_dtype(node)), out_shape(node))
 
 
+@register(aten.split_with_sizes.default, aten.split.Tensor)
+def _split(lctx: LoweringContext, node: fx.Node) -> list[ir.Value]:
+    """Slices along `dim`; the outputs' shapes come from torch's metadata."""
+    x = lctx.value(node.args[0])
+    rank = len(shapes.shape_of(x))
+    dim = arg(node, 2, "dim", 0) % max(rank, 1)
+    pieces, start = [], 0
+    for meta in node_meta(node):
+        pieces.append(_slice(x, dim, start, 1, tuple(meta.shape)))
+        start += meta.shape[dim]
+    return pieces
+
+
 @register(aten.embedding.default)
 def _embedding(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     weight = lctx.value(node.args[0])

@@ -46,13 +46,18 @@ def store(x: ir.Value) -> ir.Value:
     return x
 
 
-def broadcast_map(in_shape: Sequence[int | None], out_rank: int) -> ir.AffineMap:
-    """Index map reading a (numpy-)broadcast operand inside an `out_rank` loop nest."""
-    lead = out_rank - len(in_shape)
+def broadcast_map(in_shape: Sequence[int | None], out_shape: Sequence[int | None]) -> ir.AffineMap:
+    """Index map reading a (numpy-)broadcast operand inside an `out_shape` loop nest.
+
+    A size-1 dim reads index 0 only where it is really broadcast: a constant in a
+    map where a plain dim would do makes the linalg vectorizer give up.
+    """
+    lead = len(out_shape) - len(in_shape)
     exprs = [
-        ir.AffineConstantExpr.get(0) if size == 1 else ir.AffineDimExpr.get(lead + i) for i, size in enumerate(in_shape)
+        ir.AffineConstantExpr.get(0) if size == 1 and out_shape[lead + i] != 1 else ir.AffineDimExpr.get(lead + i)
+        for i, size in enumerate(in_shape)
     ]
-    return ir.AffineMap.get(out_rank, 0, exprs)
+    return ir.AffineMap.get(len(out_shape), 0, exprs)
 
 
 def identity_map(rank: int) -> ir.AffineMap:

@@ -69,7 +69,7 @@ def _init(m: MlircOp) -> ir.Value:
 
 def _pointwise(m: MlircOp, compute: Callable[[list[ir.Value]], ir.Value]) -> ir.Value:
     rank = len(m.out_shape)
-    maps = [le.broadcast_map(shapes.shape_of(v), rank) for v in m.operands]
+    maps = [le.broadcast_map(shapes.shape_of(v), m.out_shape) for v in m.operands]
 
     def body(args: list[ir.Value]) -> list[ir.Value]:
         logical = [le.load(a, shapes.elem_of(t)) for a, t in zip(args, m.in_types, strict=False)]

@@ -104,7 +104,7 @@ FLOAT_BODIES: dict[str, Body] = {
     "log": math.log, "log2": math.log2, "log10": math.log10, "log1p": math.log1p, "sqrt": math.sqrt,
     "rsqrt": math.rsqrt, "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin,
     "acos": math.acos, "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh,
-    "asinh": math.asinh, "acosh": math.acosh, "atanh": math.atanh, "erf": math.erf, "floor": math.floor,
+    "asinh": math.asinh, "acosh": math.acosh, "atanh": math.atanh, "erf": math.erf, "erfc": math.erfc, "floor": math.floor,
     "ceil": math.ceil, "round": math.roundeven, "trunc": math.trunc, "sign": _float_sign,
     "reciprocal": lambda x: arith.divf(const(x.type, 1), x), "sigmoid": _sigmoid,
     "relu": lambda x: arith.maximumf(x, const(x.type, 0)),

@@ -44,3 +44,20 @@ def test_empty_and_copy():
         return torch.empty(3, 4).fill_(2) + x[0, 0, 0], x.new_zeros(2).copy_(x[0, 0, :2]), torch.empty_like(x).copy_(x)
 
     compile_and_compare(f, X.clone())
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.split(x, [2, 3], 1),
+        lambda x: torch.chunk(x, 4, -1),
+        lambda x: torch.split(x, 3),
+        lambda x: torch.erfc(x / 30),
+        lambda x: torch.pow(2.5, x / 30),
+        lambda x: torch.round(x, decimals=2),
+        lambda x: torch.round(x, decimals=-1),
+        lambda x: torch.nn.functional.normalize(x, dim=1),  # broadcast of a unit loop dim, vectorized
+    ],
+)
+def test_split_and_math(fn):
+    compile_and_compare(fn, X.clone() * 30)
