@@ -21,6 +21,7 @@ from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.frontend import partitioner
 from mlirc.frontend.compile import compile_region
 from mlirc.frontend.decompositions import decomposition_table
+from mlirc.frontend.library_kernels import is_library_kernel
 from mlirc.frontend.stats import stats
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,10 @@ def _compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Call
         return gm
     for node, reason in unsupported:
         op = str(node.target)
+        if is_library_kernel(node):
+            st.library_nodes += 1
+            st.library_ops[op] += 1
+            continue
         if config.strict:
             raise UnsupportedOpError(op, reason)
         partitioner.log_fallback_once(op, reason)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.fx as fx
 from mlir import ir
@@ -190,6 +191,46 @@ def _split(lctx: LoweringContext, node: fx.Node) -> list[ir.Value]:
         pieces.append(_slice(x, dim, start, 1, tuple(meta.shape)))
         start += meta.shape[dim]
     return pieces
+
+
+def _index_constant(values: list[int]) -> ir.Value:
+    i64 = ir.IntegerType.get_signless(64)
+    array = ir.DenseElementsAttr.get(np.asarray(values, dtype=np.int64), type=shapes.tensor_type((len(values),), i64))
+    return b.constant(array)
+
+
+def _select_along(x: ir.Value, dim: int, positions: list[int]) -> ir.Value:
+    """x gathered at fixed `positions` along `dim` (a static index_select)."""
+    shape = list(shapes.shape_of(x))
+    shape[dim] = len(positions)
+    result_t = shapes.tensor_type(tuple(shape), shapes.elem_of(x))
+    return b.create("index_select", [x, _index_constant(positions)], result_t, dim=dim)
+
+
+@register(aten.flip.default)
+def _flip(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    x = lctx.value(node.args[0])
+    shape = shapes.shape_of(x)
+    for d in sorted({d % len(shape) for d in node.args[1]} if shape else ()):
+        x = _select_along(x, d, list(range(shape[d] - 1, -1, -1)))
+    return x
+
+
+@register(aten.diagonal.default)
+def _diagonal(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """The two dims moved last and collapsed; the diagonal gathered from the product."""
+    x = lctx.value(node.args[0])
+    rank = len(shapes.shape_of(x))
+    offset = arg(node, 1, "offset", 0)
+    d1, d2 = arg(node, 2, "dim1", 0) % rank, arg(node, 3, "dim2", 1) % rank
+    rest = [d for d in range(rank) if d not in (d1, d2)]
+    y = b.permute(x, [*rest, d1, d2])
+    shape = list(shapes.shape_of(y))
+    n1, n2 = shape[-2], shape[-1]
+    length = out_shape(node)[-1]
+    start = offset if offset >= 0 else -offset * n2
+    flat = b.reshape(y, [*shape[:-2], n1 * n2])
+    return b.reshape(_select_along(flat, rank - 2, [start + i * (n2 + 1) for i in range(length)]), out_shape(node))
 
 
 @register(aten.embedding.default)

@@ -21,16 +21,20 @@ class CompileStats:
     fallback_nodes: int = 0
     kernels: int = 0
     fallback_ops: Counter = field(default_factory=Counter)  # "aten.op: reason" -> count
+    library_nodes: int = 0  # library kernels called on purpose (LAPACK, FFT): not fallback
+    library_ops: Counter = field(default_factory=Counter)
 
     @property
     def fully_compiled(self) -> bool:
-        """Some compute was compiled and none of it fell back to eager."""
-        return self.compiled_nodes > 0 and self.fallback_nodes == 0 and self.failed_regions == 0
+        """Some compute was compiled (or is a library kernel) and none fell back to eager."""
+        has_compute = self.compiled_nodes > 0 or self.library_nodes > 0
+        return has_compute and self.fallback_nodes == 0 and self.failed_regions == 0
 
     def summary(self) -> str:
         lines = [
             f"graphs={self.graphs} regions={self.compiled_regions} failed_regions={self.failed_regions}"
             f" compiled_nodes={self.compiled_nodes} fallback_nodes={self.fallback_nodes} kernels={self.kernels}"
+            + (f" library_nodes={self.library_nodes}" if self.library_nodes else "")
         ]
         lines += [f"  fallback {op}: {n}" for op, n in self.fallback_ops.most_common()]
         return "\n".join(lines)

@@ -11,6 +11,7 @@ called in one compiled function, so one compile covers the pair.  Its status is 
 worst over the samples:
 
   compiled  every output matches eager and no node of any graph fell back
+            (library kernels -- LAPACK, FFT -- are not fallback, as for Inductor)
   fallback  matches eager, but some nodes ran eagerly (reason: the ops and why)
   eager     matches eager, but Dynamo sent no graph with compute to the backend
   wrong     an output differs from eager (never acceptable for mlirc)
@@ -208,7 +209,7 @@ def run_case(case: str, backend: str, max_samples: int | None) -> Result:
     stats = mlirc.stats()
     if stats.fallback_nodes or stats.failed_regions:
         return Result(case, "fallback", _fallback_reason(stats), elapsed)
-    if stats.compiled_nodes == 0:
+    if stats.compiled_nodes == 0 and stats.library_nodes == 0:
         return Result(case, "eager", "no graph with compute reached mlirc", elapsed)
     return Result(case, "compiled", "", elapsed)
 

@@ -40,3 +40,14 @@ def test_error_hierarchy():
     assert issubclass(mlirc.PipelineError, mlirc.MlircError)
     err = mlirc.PipelineError("mlirc-form-kernels", "boom", "mlirc-opt x.mlir -p mlirc-stage-kernels")
     assert "mlirc-form-kernels" in str(err) and "mlirc-opt x.mlir" in str(err)
+
+
+def test_library_kernels_are_not_fallback():
+    """LAPACK/FFT ops run as library kernels (like Inductor's extern kernels), counted apart."""
+
+    def f(a):
+        q, r = torch.linalg.qr(a)
+        return torch.relu(q) + r.sum(), torch.fft.rfft(a)
+
+    stats = compile_and_compare(f, torch.randn(6, 6))
+    assert stats.library_nodes >= 2 and stats.fallback_nodes == 0, stats.summary()

@@ -61,3 +61,19 @@ def test_empty_and_copy():
 )
 def test_split_and_math(fn):
     compile_and_compare(fn, X.clone() * 30)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.flip(x, [0, 2]),
+        lambda x: torch.flip(x, [-1]),
+        lambda x: torch.diagonal(x),
+        lambda x: torch.diagonal(x, 2, 1, 2),
+        lambda x: torch.diagonal(x, -2, 2, 0),
+        lambda x: torch.diagonal(x, 9),  # past the edge: empty
+        lambda x: x[0].t().diag(),
+    ],
+)
+def test_flip_and_diagonal(fn):
+    compile_and_compare(fn, X.clone())
