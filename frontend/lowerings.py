@@ -8,6 +8,7 @@ Each lowering is one small function; families of ops share a factory.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -202,6 +203,16 @@ def _add_sub(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         rhs = b.elementwise("mul", rhs, lctx.typed(alpha, dtype))
     name = "add" if node.target in (aten.add.Tensor, aten.add.Scalar) else "sub"
     return b.elementwise(name, lhs, rhs)
+
+
+@register(aten.angle.default, check=lambda n: "complex input" if out_dtype(n).is_complex else None)
+def _angle(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """Of a real number: pi below zero, else 0; NaN stays NaN (as ATen)."""
+    dtype = out_dtype(node)
+    x = lctx.typed(node.args[0], dtype)
+    zero = lctx.typed(0.0, dtype)
+    angle = b.elementwise("select", b.elementwise("lt", x, zero), lctx.typed(math.pi, dtype), zero)
+    return b.elementwise("select", b.elementwise("isnan", x), x, angle)
 
 
 @register(aten.round.decimals)

@@ -25,7 +25,11 @@ def _reshape(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     return b.reshape(lctx.value(node.args[0]), out_shape(node))
 
 
-@register(aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default)
+@register(
+    aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
+    aten._conj.default, aten._conj_physical.default, aten.conj_physical.default, aten.resolve_conj.default,
+    aten.resolve_neg.default,
+)  # fmt: skip
 def _identity(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     return lctx.value(node.args[0])
 

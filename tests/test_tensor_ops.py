@@ -77,3 +77,13 @@ def test_split_and_math(fn):
 )
 def test_flip_and_diagonal(fn):
     compile_and_compare(fn, X.clone())
+
+
+def test_angle_and_conj_of_real_tensors():
+    x = X[0].clone()
+    x[0, 0], x[0, 1], x[0, 2] = float("nan"), 0.0, -0.0
+
+    def f(x):
+        return torch.angle(x), torch.angle((x.nan_to_num() * 3).long()), torch.conj_physical(x) + 1
+
+    compile_and_compare(f, x)
