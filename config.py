@@ -3,6 +3,7 @@
 MLIRC_STRICT=1       raise instead of falling back to eager for unsupported ops / failed regions
 MLIRC_DUMP_DIR=path  write each stage's IR of every compiled region under this folder
 MLIRC_VECTORIZE=0    turn off the CPU vectorization schedule (debugging aid)
+MLIRC_LIBRARY_GEMM=0 generate GEMM kernels instead of calling torch.mm/bmm
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class Config:
     strict: bool = field(default_factory=lambda: _env_flag("MLIRC_STRICT", False))
     dump_dir: str | None = field(default_factory=lambda: os.environ.get("MLIRC_DUMP_DIR"))
     vectorize: bool = field(default_factory=lambda: _env_flag("MLIRC_VECTORIZE", True))
+    library_gemm: bool = field(default_factory=lambda: _env_flag("MLIRC_LIBRARY_GEMM", True))
     vector_width_bytes: int = 32
 
 

@@ -7,11 +7,18 @@ kernels    --mlirc-stage-cpu-->     LLVM dialect (one module of kernels)
 from __future__ import annotations
 
 # Importing a pass module registers it.
-from mlirc.passes import cpu_vector_math, cpu_vectorize, form_kernels, fuse_elementwise, lower_to_linalg  # noqa: F401
+from mlirc.passes import (  # noqa: F401
+    cpu_vector_math,
+    cpu_vectorize,
+    form_kernels,
+    fuse_elementwise,
+    library_calls,
+    lower_to_linalg,
+)
 from mlirc.passes.registry import register_pipeline
 
 LINALG = ["mlirc-lower-to-linalg", "canonicalize", "cse"]
-KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce"]
+KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-library-calls"]
 CPU_BUFFERIZE = [
     "one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map}",
     "canonicalize",

@@ -13,6 +13,7 @@ from mlir.dialects import func
 from mlirc.backends.cpu.codegen import CompiledKernels
 from mlirc.dialects import shapes
 from mlirc.errors import PipelineError
+from mlirc.passes.library_calls import LIBRARY_ATTR, OPERANDS_ATTR
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).
 _STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
@@ -27,8 +28,12 @@ def _dtype(t: ir.Type, logical: torch.dtype | None) -> torch.dtype:
 class WrapperBuilder:
     """Turns the entry func of a kernels-stage module into Python source."""
 
-    def __init__(self, entry: func.FuncOp, result_dtypes: list[torch.dtype]) -> None:
+    def __init__(
+        self, entry: func.FuncOp, result_dtypes: list[torch.dtype], library: dict[str, str] | None = None
+    ) -> None:
         self.entry = entry
+        self.library = library or {}  # kernel name -> torch function (mlirc-library-calls)
+        self.kernel_attrs: dict[str, ir.OpAttributeMap] = {}
         self.result_dtypes = result_dtypes
         self.names: dict[object, str] = {}
         self.lines: list[str] = []
@@ -62,6 +67,15 @@ class WrapperBuilder:
                 dtype = _dtype(r.type, logical.get(r))
                 self.lines.append(f"    {n} = torch.empty({shape}, dtype={dtype}, device=device)")
                 outs.append(n)
+            if self.library.get(callee) == "permute":  # a view: see mlirc-library-calls
+                perm = list(ir.DenseI64ArrayAttr(self.kernel_attrs[callee]["mlirc.perm"]))
+                self.lines[-1] = f"    {outs[0]} = {self.name(op.operands[0])}.permute({perm})"
+                return
+            if callee in self.library:
+                positions = ir.DenseI64ArrayAttr(self.kernel_attrs[callee][OPERANDS_ATTR])
+                inputs = ", ".join(self.name(op.operands[i]) for i in positions)
+                self.lines.append(f"    {self.library[callee]}({inputs}, out={outs[0]})")
+                return
             ptrs = ", ".join(f"{x}.data_ptr()" for x in [*(self.name(v) for v in op.operands), *outs])
             self.lines.append(f"    kernels[{callee!r}]({ptrs})")
         elif op.name == "tensor.empty":  # a 0-size result: nothing to compute
@@ -94,7 +108,16 @@ def build_wrapper(
     module: ir.Module, compiled: CompiledKernels, result_dtypes: list[torch.dtype], device: torch.device
 ) -> tuple[Callable, str]:
     entry = next(op for op in module.body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes)
-    source = WrapperBuilder(entry, result_dtypes).build()
+    library = {
+        op.sym_name.value: ir.StringAttr(op.attributes[LIBRARY_ATTR]).value
+        for op in module.body.operations
+        if isinstance(op, func.FuncOp) and LIBRARY_ATTR in op.attributes
+    }
+    builder = WrapperBuilder(entry, result_dtypes, library)
+    builder.kernel_attrs = {
+        op.sym_name.value: op.attributes for op in module.body.operations if isinstance(op, func.FuncOp)
+    }
+    source = builder.build()
     scope = {"torch": torch, "kernels": compiled.functions, "device": device}
     exec(compile(source, "<mlirc-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
     call = scope["call"]
