@@ -15,8 +15,9 @@ import torch.nn as nn
 import mlirc
 
 
-def _median_ms(fn, *args, repeat: int = 30) -> float:
-    for _ in range(3):
+def median_ms(fn, *args, repeat: int = 30, warmup: int = 3) -> float:
+    """Median wall time of `fn(*args)` in ms, after `warmup` untimed calls."""
+    for _ in range(warmup):
         fn(*args)
     times = []
     for _ in range(repeat):
@@ -47,7 +48,7 @@ def main() -> None:
             mlirc.reset_stats()
             compiled = torch.compile(fn, backend="mlirc")
             err = (compiled(*args) - fn(*args)).abs().max().item()
-            eager, ours = _median_ms(fn, *args), _median_ms(compiled, *args)
+            eager, ours = median_ms(fn, *args), median_ms(compiled, *args)
             print(f"{name:32} {err:10.2e} {eager:9.3f} {ours:9.3f} {eager / ours:7.2f}x")
             print(f"  {mlirc.stats().summary()}")
 

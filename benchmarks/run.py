@@ -29,14 +29,9 @@ BACKENDS = ("eager", "inductor", "mlirc")
 
 
 def _median_s(fn: Callable, args: tuple, repeat: int, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn(*args)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    from mlirc.demo import median_ms
+
+    return median_ms(fn, *args, repeat=repeat, warmup=warmup) / 1e3
 
 
 def _max_error(actual, expected) -> float:
