@@ -8,14 +8,9 @@ from collections.abc import Callable
 import torch
 import torch.nn as nn
 
+from mlirc.demo import chain  # the issue's ~10-op elementwise chain
+
 Case = tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]
-
-
-def elementwise_chain(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    a = x * y + 1.5
-    b = torch.sigmoid(a) * torch.tanh(x)
-    c = torch.abs(b) / (torch.exp(-x.abs()) + 1.0)
-    return torch.where(x > 0, c, b - y)
 
 
 class SmallCNN(nn.Module):
@@ -41,7 +36,7 @@ def _mlp() -> Case:
 
 
 def _chain() -> Case:
-    return elementwise_chain, (torch.randn(1024, 1024), torch.randn(1024, 1024))
+    return chain, (torch.randn(1024, 1024), torch.randn(1024, 1024))
 
 
 def _encoder(with_mask: bool) -> Callable[[], Case]:

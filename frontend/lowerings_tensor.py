@@ -160,16 +160,9 @@ def _index(lctx: LoweringContext, node: fx.Node) -> ir.Value:
             "select", b.elementwise("lt", index, lctx.typed(0, torch.int64)), b.elementwise("add", index, size), index
         )
         linear = wrapped if linear is None else b.elementwise("add", b.elementwise("mul", linear, size), wrapped)
-    count = math.prod(shapes.shape_of(linear))
     collapsed = shape[:first] + [math.prod(shape[first : last + 1])] + shape[last + 1 :]
-    selected_shape = shape[:first] + [count] + shape[last + 1 :]
-    selected = b.create(
-        "index_select",
-        [b.reshape(x, collapsed), b.reshape(linear, [count])],
-        shapes.tensor_type(tuple(selected_shape), shapes.elem_of(x)),
-        dim=first,
-    )
-    return b.reshape(selected, out_shape(node))
+    flat_index = b.reshape(linear, [math.prod(shapes.shape_of(linear))])
+    return b.reshape(_gather_along(b.reshape(x, collapsed), first, flat_index), out_shape(node))
 
 
 @register(aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default, aten.empty_permuted.default)
@@ -203,12 +196,16 @@ def _index_constant(values: list[int]) -> ir.Value:
     return b.constant(array)
 
 
+def _gather_along(x: ir.Value, dim: int, index: ir.Value) -> ir.Value:
+    """index_select of `x` along `dim` by a 1-D i64 `index`."""
+    shape = list(shapes.shape_of(x))
+    shape[dim] = shapes.shape_of(index)[0]
+    return b.create("index_select", [x, index], shapes.tensor_type(tuple(shape), shapes.elem_of(x)), dim=dim)
+
+
 def _select_along(x: ir.Value, dim: int, positions: list[int]) -> ir.Value:
     """x gathered at fixed `positions` along `dim` (a static index_select)."""
-    shape = list(shapes.shape_of(x))
-    shape[dim] = len(positions)
-    result_t = shapes.tensor_type(tuple(shape), shapes.elem_of(x))
-    return b.create("index_select", [x, _index_constant(positions)], result_t, dim=dim)
+    return _gather_along(x, dim, _index_constant(positions))
 
 
 @register(aten.flip.default)

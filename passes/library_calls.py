@@ -22,6 +22,7 @@ from mlirc.passes.registry import register_pass
 
 LIBRARY_ATTR = "mlirc.library"
 OPERANDS_ATTR = "mlirc.operands"  # which kernel arguments the library call takes, in order
+PERM_ATTR = "mlirc.perm"  # of a "permute" view
 GEMMS = {"linalg.matmul": "torch.mm", "linalg.batch_matmul": "torch.bmm"}
 PLUMBING = frozenset({"arith.constant", "tensor.empty", "linalg.fill", "func.return"})
 
@@ -123,4 +124,4 @@ def _transposes_as_views(entry: func.FuncOp, kernels: dict[str, func.FuncOp]) ->
         users = [use.owner.operation for use in op.results[0].uses]
         if perm is not None and users and all(_is_gemm_call(u, kernels) for u in users):
             kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get("permute")
-            kernel.attributes["mlirc.perm"] = ir.DenseI64ArrayAttr.get(perm)
+            kernel.attributes[PERM_ATTR] = ir.DenseI64ArrayAttr.get(perm)

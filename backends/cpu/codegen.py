@@ -98,6 +98,11 @@ def lower_to_llvm_ir(kernels: ir.Module) -> str:
 
 
 @functools.cache
+def _process_symbols() -> ctypes.CDLL:
+    return ctypes.CDLL(None)
+
+
+@functools.cache
 def _torch_cpu_library() -> ctypes.CDLL:
     import torch
 
@@ -121,7 +126,7 @@ def _bind_external_symbols(parsed: llvm.ModuleRef) -> None:
     for fn in parsed.functions:
         if not fn.is_declaration or fn.name.startswith("llvm.") or llvm.address_of_symbol(fn.name):
             continue
-        address = _symbol_address(ctypes.CDLL(None), fn.name)
+        address = _symbol_address(_process_symbols(), fn.name)
         if address is None and fn.name.startswith("Sleef_"):
             address = _symbol_address(_torch_cpu_library(), fn.name)
         if address is None:

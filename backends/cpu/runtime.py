@@ -13,7 +13,7 @@ from mlir.dialects import func
 from mlirc.backends.cpu.codegen import CompiledKernels
 from mlirc.dialects import shapes
 from mlirc.errors import PipelineError
-from mlirc.passes.library_calls import LIBRARY_ATTR, OPERANDS_ATTR
+from mlirc.passes.library_calls import LIBRARY_ATTR, OPERANDS_ATTR, PERM_ATTR
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).
 _STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
@@ -29,11 +29,10 @@ class WrapperBuilder:
     """Turns the entry func of a kernels-stage module into Python source."""
 
     def __init__(
-        self, entry: func.FuncOp, result_dtypes: list[torch.dtype], library: dict[str, str] | None = None
+        self, entry: func.FuncOp, result_dtypes: list[torch.dtype], kernels: dict[str, func.FuncOp] | None = None
     ) -> None:
         self.entry = entry
-        self.library = library or {}  # kernel name -> torch function (mlirc-library-calls)
-        self.kernel_attrs: dict[str, ir.OpAttributeMap] = {}
+        self.kernels = kernels or {}  # name -> kernel func, for mlirc-library-calls' attributes
         self.result_dtypes = result_dtypes
         self.names: dict[object, str] = {}
         self.lines: list[str] = []
@@ -57,33 +56,33 @@ class WrapperBuilder:
             self.emit(op.operation, logical)
         return "\n".join(self.lines)
 
+    def allocate(self, value: ir.Value, logical: dict) -> str:
+        n = self.fresh(value)
+        dtype = _dtype(value.type, logical.get(value))
+        self.lines.append(f"    {n} = torch.empty({list(shapes.shape_of(value))}, dtype={dtype}, device=device)")
+        return n
+
+    def emit_call(self, op: ir.Operation, logical: dict) -> None:
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        attrs = self.kernels[callee].attributes if callee in self.kernels else {}
+        library = ir.StringAttr(attrs[LIBRARY_ATTR]).value if LIBRARY_ATTR in attrs else None
+        if library == "permute":  # a view, see mlirc-library-calls
+            perm = list(ir.DenseI64ArrayAttr(attrs[PERM_ATTR]))
+            self.lines.append(f"    {self.fresh(op.results[0])} = {self.name(op.operands[0])}.permute({perm})")
+            return
+        outs = [self.allocate(r, logical) for r in op.results]
+        if library is not None:  # a GEMM through torch's BLAS
+            inputs = ", ".join(self.name(op.operands[i]) for i in ir.DenseI64ArrayAttr(attrs[OPERANDS_ATTR]))
+            self.lines.append(f"    {library}({inputs}, out={outs[0]})")
+            return
+        ptrs = ", ".join(f"{x}.data_ptr()" for x in [*(self.name(v) for v in op.operands), *outs])
+        self.lines.append(f"    kernels[{callee!r}]({ptrs})")
+
     def emit(self, op: ir.Operation, logical: dict) -> None:
         if op.name == "func.call":
-            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-            outs = []
-            for r in op.results:
-                n = self.fresh(r)
-                shape = list(shapes.shape_of(r))
-                dtype = _dtype(r.type, logical.get(r))
-                self.lines.append(f"    {n} = torch.empty({shape}, dtype={dtype}, device=device)")
-                outs.append(n)
-            if self.library.get(callee) == "permute":  # a view: see mlirc-library-calls
-                perm = list(ir.DenseI64ArrayAttr(self.kernel_attrs[callee]["mlirc.perm"]))
-                self.lines[-1] = f"    {outs[0]} = {self.name(op.operands[0])}.permute({perm})"
-                return
-            if callee in self.library:
-                positions = ir.DenseI64ArrayAttr(self.kernel_attrs[callee][OPERANDS_ATTR])
-                inputs = ", ".join(self.name(op.operands[i]) for i in positions)
-                self.lines.append(f"    {self.library[callee]}({inputs}, out={outs[0]})")
-                return
-            ptrs = ", ".join(f"{x}.data_ptr()" for x in [*(self.name(v) for v in op.operands), *outs])
-            self.lines.append(f"    kernels[{callee!r}]({ptrs})")
+            self.emit_call(op, logical)
         elif op.name == "tensor.empty":  # a 0-size result: nothing to compute
-            r = op.results[0]
-            dtype = _dtype(r.type, logical.get(r))
-            self.lines.append(
-                f"    {self.fresh(r)} = torch.empty({list(shapes.shape_of(r))}, dtype={dtype}, device=device)"
-            )
+            self.allocate(op.results[0], logical)
         elif op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
             n = self.fresh(op.results[0], "view")
             self.lines.append(f"    {n} = {self.name(op.operands[0])}.view({list(shapes.shape_of(op.results[0]))})")
@@ -108,16 +107,8 @@ def build_wrapper(
     module: ir.Module, compiled: CompiledKernels, result_dtypes: list[torch.dtype], device: torch.device
 ) -> tuple[Callable, str]:
     entry = next(op for op in module.body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes)
-    library = {
-        op.sym_name.value: ir.StringAttr(op.attributes[LIBRARY_ATTR]).value
-        for op in module.body.operations
-        if isinstance(op, func.FuncOp) and LIBRARY_ATTR in op.attributes
-    }
-    builder = WrapperBuilder(entry, result_dtypes, library)
-    builder.kernel_attrs = {
-        op.sym_name.value: op.attributes for op in module.body.operations if isinstance(op, func.FuncOp)
-    }
-    source = builder.build()
+    kernels = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
+    source = WrapperBuilder(entry, result_dtypes, kernels).build()
     scope = {"torch": torch, "kernels": compiled.functions, "device": device}
     exec(compile(source, "<mlirc-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
     call = scope["call"]
