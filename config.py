@@ -3,7 +3,7 @@
 MLIRC_STRICT=1       raise instead of falling back to eager for unsupported ops / failed regions
 MLIRC_DUMP_DIR=path  write each stage's IR of every compiled region under this folder
 MLIRC_VECTORIZE=0    turn off the CPU vectorization schedule (debugging aid)
-MLIRC_LIBRARY_GEMM=0 generate GEMM kernels instead of calling torch.mm/bmm
+MLIRC_LIBRARY_GEMM=0 generate GEMM/conv kernels instead of calling torch.mm/bmm/conv2d
 """
 
 from __future__ import annotations

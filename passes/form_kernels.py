@@ -80,7 +80,8 @@ def _materialize_returns(fn: func.FuncOp) -> None:
         while op is not None and op.name in VIEW_OPS:
             source = op.operands[0]
             op = _defining_op(source)
-        needs_copy = op is None or not _is_root(op) or value in seen
+        fresh = op is not None and (_is_root(op) or op.name == "func.call")  # a kernel's own buffer
+        needs_copy = not fresh or value in seen
         seen.add(value)
         if needs_copy:
             with ir.InsertionPoint(ret), ret.location:

@@ -12,13 +12,14 @@ from mlirc.passes import (  # noqa: F401
     cpu_vectorize,
     form_kernels,
     fuse_elementwise,
-    library_calls,
     lower_to_linalg,
+    outline_library_calls,
+    transpose_views,
 )
 from mlirc.passes.registry import register_pipeline
 
-LINALG = ["mlirc-lower-to-linalg", "canonicalize", "cse"]
-KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-library-calls"]
+LINALG = ["mlirc-outline-library-calls", "mlirc-lower-to-linalg", "canonicalize", "cse"]
+KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-transpose-views"]
 CPU_BUFFERIZE = [
     "one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map}",
     "canonicalize",

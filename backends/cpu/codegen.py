@@ -18,7 +18,7 @@ from mlir.dialects import func
 from mlir.dialects import llvm as llvm_dialect
 
 from mlirc.errors import PipelineError
-from mlirc.passes.library_calls import LIBRARY_ATTR
+from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 from mlirc.passes.pipelines import CPU
 from mlirc.passes.registry import run_passes
 

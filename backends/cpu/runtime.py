@@ -13,7 +13,18 @@ from mlir.dialects import func
 from mlirc.backends.cpu.codegen import CompiledKernels
 from mlirc.dialects import shapes
 from mlirc.errors import PipelineError
-from mlirc.passes.library_calls import LIBRARY_ATTR, OPERANDS_ATTR, PERM_ATTR
+from mlirc.passes.outline_library_calls import LIBRARY_ARGS_ATTR, LIBRARY_ATTR
+from mlirc.passes.transpose_views import PERM_ATTR
+
+# Library kernels (mlirc-outline-library-calls) as host code: `{0}`, `{1}` are the
+# call's operands, `{out}` its result, other fields the op's attributes.  GEMMs write
+# into a buffer allocated like any kernel result; a convolution returns its own.
+LIBRARY_CALLS = {
+    "mm": "torch.mm({0}, {1}, out={out})",
+    "bmm": "torch.bmm({0}, {1}, out={out})",
+    "conv2d": "{out} = torch.conv2d({0}, {1}, None, {stride}, {padding}, {dilation}, {groups}).contiguous()",
+}
+ALLOCATES_OWN_RESULT = frozenset({"conv2d"})
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).
 _STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
@@ -25,6 +36,14 @@ def _dtype(t: ir.Type, logical: torch.dtype | None) -> torch.dtype:
     return _STORAGE_TO_TORCH[str(ir.ShapedType(t).element_type)]
 
 
+def _python_value(attr: ir.Attribute) -> object:
+    if isinstance(attr, ir.DenseI64ArrayAttr):
+        return list(attr)
+    if isinstance(attr, ir.IntegerAttr):
+        return attr.value
+    raise PipelineError("mlirc-host-wrapper", f"library argument {attr} has no Python form")
+
+
 class WrapperBuilder:
     """Turns the entry func of a kernels-stage module into Python source."""
 
@@ -32,7 +51,7 @@ class WrapperBuilder:
         self, entry: func.FuncOp, result_dtypes: list[torch.dtype], kernels: dict[str, func.FuncOp] | None = None
     ) -> None:
         self.entry = entry
-        self.kernels = kernels or {}  # name -> kernel func, for mlirc-library-calls' attributes
+        self.kernels = kernels or {}  # name -> kernel func, for library-call attributes
         self.result_dtypes = result_dtypes
         self.names: dict[object, str] = {}
         self.lines: list[str] = []
@@ -66,17 +85,24 @@ class WrapperBuilder:
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
         attrs = self.kernels[callee].attributes if callee in self.kernels else {}
         library = ir.StringAttr(attrs[LIBRARY_ATTR]).value if LIBRARY_ATTR in attrs else None
-        if library == "permute":  # a view, see mlirc-library-calls
+        if library == "permute":  # a view, see mlirc-transpose-views
             perm = list(ir.DenseI64ArrayAttr(attrs[PERM_ATTR]))
             self.lines.append(f"    {self.fresh(op.results[0])} = {self.name(op.operands[0])}.permute({perm})")
-            return
-        outs = [self.allocate(r, logical) for r in op.results]
-        if library is not None:  # a GEMM through torch's BLAS
-            inputs = ", ".join(self.name(op.operands[i]) for i in ir.DenseI64ArrayAttr(attrs[OPERANDS_ATTR]))
-            self.lines.append(f"    {library}({inputs}, out={outs[0]})")
-            return
-        ptrs = ", ".join(f"{x}.data_ptr()" for x in [*(self.name(v) for v in op.operands), *outs])
-        self.lines.append(f"    kernels[{callee!r}]({ptrs})")
+        elif library is not None:
+            self.emit_library_call(op, library, attrs, logical)
+        else:
+            outs = [self.allocate(r, logical) for r in op.results]
+            ptrs = ", ".join(f"{x}.data_ptr()" for x in [*(self.name(v) for v in op.operands), *outs])
+            self.lines.append(f"    kernels[{callee!r}]({ptrs})")
+
+    def emit_library_call(self, op: ir.Operation, library: str, attrs: object, logical: dict) -> None:
+        if library not in LIBRARY_CALLS:
+            raise PipelineError("mlirc-host-wrapper", f"unknown library kernel '{library}'")
+        args = ir.DictAttr(attrs[LIBRARY_ARGS_ATTR]) if LIBRARY_ARGS_ATTR in attrs else {}
+        fields = {a.name: _python_value(a.attr) for a in args}
+        out = self.fresh(op.results[0]) if library in ALLOCATES_OWN_RESULT else self.allocate(op.results[0], logical)
+        operands = [self.name(v) for v in op.operands]
+        self.lines.append("    " + LIBRARY_CALLS[library].format(*operands, out=out, **fields))
 
     def emit(self, op: ir.Operation, logical: dict) -> None:
         if op.name == "func.call":

@@ -1,0 +1,32 @@
+// RUN: mlirc-opt %s -p mlirc-outline-library-calls | FileCheck %s
+
+// f32/f64 GEMMs and convolutions are outlined into library kernels that carry the
+// op's attributes; the entry calls them, so elementwise fusion cannot reach them.
+// Integer GEMMs and everything else stay in the entry, to be generated.
+
+// CHECK-LABEL: func.func @library_0(%{{.*}}: tensor<4x16xf32>, %{{.*}}: tensor<16x8xf32>) -> tensor<4x8xf32>
+// CHECK-SAME: mlirc.kernel, mlirc.library = "mm", mlirc.library_args = {}
+// CHECK-NEXT: "mlirc.matmul"
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @library_1
+// CHECK-SAME: mlirc.library = "conv2d"
+// CHECK-SAME: mlirc.library_args = {dilation = array<i64: 1, 1>, groups = 2 : i64, padding = array<i64: 1, 0>, stride = array<i64: 2, 2>}
+// CHECK-NEXT: "mlirc.conv2d"
+// CHECK-LABEL: func.func @library_2
+// CHECK-SAME: mlirc.library = "bmm"
+// CHECK-LABEL: func.func @main
+// CHECK: %[[MM:.*]] = call @library_0(%arg0, %arg1)
+// CHECK: "mlirc.relu"(%[[MM]])
+// CHECK: "mlirc.matmul"(%arg2, %arg3) : (tensor<4x16xi64>, tensor<16x8xi64>)
+// CHECK: call @library_1(%arg4, %arg5)
+// CHECK: call @library_2(%arg6, %arg6)
+func.func @main(%a: tensor<4x16xf32>, %b: tensor<16x8xf32>, %ia: tensor<4x16xi64>, %ib: tensor<16x8xi64>,
+                %x: tensor<1x4x9x9xf64>, %w: tensor<6x2x3x3xf64>, %s: tensor<2x5x5xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xi64>, tensor<1x6x5x4xf64>, tensor<2x5x5xf32>) attributes {mlirc.entry} {
+  %0 = "mlirc.matmul"(%a, %b) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %1 = "mlirc.relu"(%0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = "mlirc.matmul"(%ia, %ib) : (tensor<4x16xi64>, tensor<16x8xi64>) -> tensor<4x8xi64>
+  %3 = "mlirc.conv2d"(%x, %w) {stride = array<i64: 2, 2>, padding = array<i64: 1, 0>, dilation = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x9x9xf64>, tensor<6x2x3x3xf64>) -> tensor<1x6x5x4xf64>
+  %4 = "mlirc.batch_matmul"(%s, %s) : (tensor<2x5x5xf32>, tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
+  return %1, %2, %3, %4 : tensor<4x8xf32>, tensor<4x8xi64>, tensor<1x6x5x4xf64>, tensor<2x5x5xf32>
+}

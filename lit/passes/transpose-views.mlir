@@ -1,0 +1,64 @@
+// RUN: mlirc-opt %s -p mlirc-transpose-views | FileCheck %s
+
+// A transpose kernel read only by GEMM library kernels becomes a host view; one that
+// a generated kernel also reads, or one that does more than move data, stays a kernel.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// CHECK-LABEL: func.func @kernel_0
+// CHECK-SAME: mlirc.library = "permute", mlirc.perm = array<i64: 1, 0>
+func.func @kernel_0(%w: tensor<8x16xf32>) -> tensor<16x8xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<16x8xf32>
+  %t = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<8x16xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<16x8xf32>
+  return %t : tensor<16x8xf32>
+}
+
+// CHECK-LABEL: func.func @kernel_1
+// CHECK-NOT: mlirc.perm
+func.func @kernel_1(%w: tensor<8x16xf32>) -> tensor<16x8xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<16x8xf32>
+  %t = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<8x16xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  } -> tensor<16x8xf32>
+  return %t : tensor<16x8xf32>
+}
+
+// CHECK-LABEL: func.func @kernel_2
+// CHECK-NOT: mlirc.perm
+func.func @kernel_2(%w: tensor<8x16xf32>) -> tensor<16x8xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<16x8xf32>
+  %t = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<8x16xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<16x8xf32>
+  return %t : tensor<16x8xf32>
+}
+
+func.func @library_0(%a: tensor<4x16xf32>, %b: tensor<16x8xf32>) -> tensor<4x8xf32> attributes {mlirc.kernel, mlirc.library = "mm", mlirc.library_args = {}} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<4x16xf32>, tensor<16x8xf32>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %c : tensor<4x8xf32>
+}
+
+func.func @kernel_3(%a: tensor<16x8xf32>) -> tensor<16x8xf32> attributes {mlirc.kernel} {
+  return %a : tensor<16x8xf32>
+}
+
+// CHECK-LABEL: func.func @main
+func.func @main(%x: tensor<4x16xf32>, %w: tensor<8x16xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<16x8xf32>) attributes {mlirc.entry} {
+  %wt = call @kernel_0(%w) : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  %y = call @library_0(%x, %wt) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %wn = call @kernel_1(%w) : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  %z = call @library_0(%x, %wn) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %wt2 = call @kernel_2(%w) : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  %u = call @library_0(%x, %wt2) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %v = call @kernel_3(%wt2) : (tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %y, %z, %v : tensor<4x8xf32>, tensor<4x8xf32>, tensor<16x8xf32>
+}

@@ -1,0 +1,74 @@
+"""mlirc-transpose-views: a transpose kernel that only GEMM library calls read
+becomes a view on the host.
+
+BLAS takes transposed operands without a copy, so a kernel that only permutes its
+one argument (a weight's `.t()`, attention's key transpose) and whose result only
+`mm`/`bmm` library kernels read is marked `mlirc.library = "permute"` with its
+permutation in `mlirc.perm`; the host wrapper emits `.permute()` for it.  The
+kernel stays in the IR, so `mlirc-opt` can still run it.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import func
+
+from mlirc.passes.outline_library_calls import LIBRARY_ATTR
+from mlirc.passes.registry import register_pass
+
+PERM_ATTR = "mlirc.perm"  # of a "permute" view
+GEMM_LIBRARIES = frozenset({"mm", "bmm"})
+PLUMBING = frozenset({"arith.constant", "tensor.empty", "linalg.fill", "func.return"})
+
+
+def transpose_perm(kernel: func.FuncOp) -> list[int] | None:
+    """The permutation when `kernel` is a pure transpose of its one argument."""
+    ops = [op.operation for op in kernel.entry_block.operations]
+    generics = [op for op in ops if op.name == "linalg.generic"]
+    if len(generics) != 1 or any(op.name not in PLUMBING for op in ops if op is not generics[0]):
+        return None
+    generic = generics[0]
+    body = generic.regions[0].blocks[0]
+    yielded = list(body.operations)[0]
+    if len(generic.operands) != 2 or generic.operands[0] not in list(kernel.entry_block.arguments):
+        return None
+    if yielded.name != "linalg.yield" or yielded.operands[0] != body.arguments[0]:
+        return None
+    in_map, out_map = (ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"]))
+    if not in_map.is_permutation or out_map != ir.AffineMap.get_identity(out_map.n_dims):
+        return None
+    # out[i] = in[perm^-1(i)]: torch's permute takes, per output dim, the input dim.
+    inverse = [0] * in_map.n_dims
+    for in_dim, expr in enumerate(in_map.results):
+        inverse[ir.AffineDimExpr(expr).position] = in_dim
+    return inverse
+
+
+def _callee(op: ir.Operation) -> str | None:
+    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value if op.name == "func.call" else None
+
+
+def _library(kernel: func.FuncOp | None) -> str | None:
+    if kernel is None or LIBRARY_ATTR not in kernel.attributes:
+        return None
+    return ir.StringAttr(kernel.attributes[LIBRARY_ATTR]).value
+
+
+@register_pass("mlirc-transpose-views", "Transpose kernels read only by GEMM library calls become host views")
+def transpose_views(module: ir.Operation) -> None:
+    body = module.regions[0].blocks[0]
+    kernels = {op.sym_name.value: op for op in body.operations if isinstance(op, func.FuncOp)}
+    for entry in body.operations:
+        if not (isinstance(entry, func.FuncOp) and "mlirc.entry" in entry.attributes):
+            continue
+        for op in entry.entry_block.operations:
+            kernel = kernels.get(_callee(op.operation) or "")
+            if kernel is None or "mlirc.kernel" not in kernel.attributes or _library(kernel) is not None:
+                continue
+            perm = transpose_perm(kernel)
+            users = [use.owner.operation for use in op.results[0].uses]
+            if perm is None or not users:
+                continue
+            if all(_library(kernels.get(_callee(u) or "")) in GEMM_LIBRARIES for u in users):
+                kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get("permute")
+                kernel.attributes[PERM_ATTR] = ir.DenseI64ArrayAttr.get(perm)
