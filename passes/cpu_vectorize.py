@@ -10,6 +10,7 @@ read tensors through `tensor.extract` (gathers, pads) stay scalar for now.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from mlir import ir, passmanager
 
@@ -18,6 +19,7 @@ from mlirc.dialects import shapes
 from mlirc.passes.registry import register_pass
 
 SCHEDULE_ATTR = "mlirc.schedule"
+SPLIT_ATTR = "mlirc.split_reduction"
 VECTORIZABLE = frozenset({"linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.copy"})
 
 
@@ -65,8 +67,58 @@ def _loop_sizes(op: ir.Operation) -> list[int] | None:
     return [sizes.get(d, 1) for d in range(count)]
 
 
-def schedule(op: ir.Operation) -> tuple[list[int], list[int]] | None:
-    """(tile sizes, vector sizes) for `op`, or None to leave it scalar."""
+@dataclass(frozen=True)
+class Plan:
+    """How one linalg op is tiled and vectorized.
+
+    Plain: tile to `tiles`, vectorize the tile with `vectors` (masked at the edges).
+    Inner reduction (`reduction_tile` set): parallel dims tiled to 1, the reduction
+    split into `reduction_tile`-wide partial results kept in vector registers across
+    the loop (tile_reduction_using_for + hoisting), so the horizontal reduction runs
+    once per row instead of once per vector; a remainder of `tail` elements is
+    peeled off and vectorized exactly.
+    """
+
+    tiles: list[int]
+    vectors: list[int]
+    reduction_tile: int = 0
+    tail: int = 0
+
+
+# Combiners that tile_reduction_using_for knows the neutral element of.
+COMBINERS = frozenset(
+    {"arith.addf", "arith.mulf", "arith.maximumf", "arith.minimumf", "arith.addi", "arith.muli", "arith.ori",
+     "arith.andi", "arith.xori", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"}
+)  # fmt: skip
+UNROLL = 4  # vectors per partial-sum register block: hides the combiner's latency
+
+
+def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | None:
+    """The split-reduction plan when `op` reduces only its innermost loop dim."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return None
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    reductions = [i for i, it in enumerate(iterators) if it.endswith("<reduction>")]
+    if reductions != [len(sizes) - 1]:
+        return None
+    out_map = ir.AffineMapAttr(ir.ArrayAttr(op.attributes["indexing_maps"])[len(op.operands) - 1]).value
+    if not all(isinstance(e, ir.AffineDimExpr) for e in out_map.results):
+        return None  # the split-reduction tiling asserts (aborts) on constant results
+    body = op.regions[0].blocks[0]
+    yielded = list(body.operations)[-1].operands[0]
+    combiner = yielded.owner
+    acc = body.arguments[len(body.arguments) - 1]
+    if isinstance(combiner, ir.Block) or combiner.name not in COMBINERS or acc not in list(combiner.operands):
+        return None
+    outer = [1] * (len(sizes) - 1)
+    size, block = sizes[-1], UNROLL * lanes
+    if size < 2 * block:  # a short row in one vector op (a 1-trip loop would fold away)
+        return Plan([*outer, 0], [*outer, size])
+    return Plan([*outer, 0], [*outer, block], reduction_tile=block, tail=size % block)
+
+
+def schedule(op: ir.Operation) -> Plan | None:
+    """The tiling/vectorization plan for `op`, or None to leave it scalar."""
     if op.name not in VECTORIZABLE or _has_gather(op) or len(op.results) != 1:
         return None  # gathers and multi-result reductions (argmax) stay scalar
     if any(isinstance(shapes.elem_of(v), ir.BF16Type) for v in [*op.operands, *op.results]):
@@ -77,28 +129,84 @@ def schedule(op: ir.Operation) -> tuple[list[int], list[int]] | None:
     out_elem = shapes.elem_of(op.results[0])
     lanes = host_vector_bytes() // _elem_bytes(out_elem)
     if op.name == "linalg.matmul":
-        return [8, 2 * lanes, 1], [8, 2 * lanes, 1]
+        return Plan([8, 2 * lanes, 1], [8, 2 * lanes, 1])
     if op.name == "linalg.batch_matmul":
-        return [1, 8, 2 * lanes, 1], [1, 8, 2 * lanes, 1]
+        return Plan([1, 8, 2 * lanes, 1], [1, 8, 2 * lanes, 1])
+    reduction = _inner_reduction(op, sizes, lanes)
+    if reduction is not None:
+        return reduction
     tiles = [1] * (len(sizes) - 1) + [lanes]
-    return tiles, tiles
+    return Plan(tiles, tiles)
 
 
-def _script(plans: list[tuple[int, list[int], list[int]]]) -> str:
+def _handles(n: int) -> str:
+    return ", ".join(["!transform.any_op"] * n)
+
+
+def _tile(handle: str, out: str, tiles: list[int]) -> list[str]:
+    loops = sum(1 for t in tiles if t)
+    if not loops:
+        return [f"    {out} = transform.cast {handle} : !transform.any_op to !transform.any_op"]
+    return [
+        f"    {out}, %loops_{out[1:]}:{loops} = transform.structured.tile_using_for {handle}"
+        f" tile_sizes {tiles} : (!transform.any_op) -> ({_handles(loops + 1)})"
+    ]
+
+
+def _vectorize(handle: str, sizes: list[int]) -> str:
+    return f"    transform.structured.vectorize {handle} vector_sizes {sizes} : !transform.any_op"
+
+
+def _plan_lines(sid: int, plan: Plan) -> list[str]:
+    lines = [
+        f"    %op{sid} = transform.structured.match attributes{{{SCHEDULE_ATTR} = {sid} : i64}} in %root"
+        " : (!transform.any_op) -> !transform.any_op",
+        *_tile(f"%op{sid}", f"%tiled{sid}", plan.tiles),
+    ]
+    if not plan.reduction_tile:
+        return [*lines, _vectorize(f"%tiled{sid}", plan.vectors)]
+    outer = plan.vectors[:-1]
+    split = [0] * len(outer) + [plan.reduction_tile]
+    lines.append(
+        f"    %fill{sid}, %split{sid}, %comb{sid}, %for{sid} = transform.structured.tile_reduction_using_for"
+        f" %tiled{sid} by tile_sizes = {split} : (!transform.any_op) -> ({_handles(4)})"
+    )
+    lines += [_vectorize(f"%fill{sid}", plan.vectors), _vectorize(f"%comb{sid}", plan.vectors)]
+    # Peeling clones the loop body, attributes included: the mark finds both copies.
+    lines.append(f'    transform.annotate %split{sid} "{SPLIT_ATTR}" : !transform.any_op')
+    fn = f"%fn{sid}"
+    if plan.tail:  # the last, partial block: its own copy of the loop body
+        lines.append(f'    %sfor{sid} = transform.cast %for{sid} : !transform.any_op to !transform.op<"scf.for">')
+        lines.append(
+            f"    %main{sid}, %rest{sid} = transform.loop.peel %sfor{sid}"
+            ' : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)'
+        )
+    else:
+        lines.append(f"    %main{sid} = transform.cast %for{sid} : !transform.any_op to !transform.any_op")
+    lines += [
+        f"    {fn} = transform.get_parent_op %main{sid} {{isolated_from_above}} : (!transform.any_op) -> !transform.any_op",
+        # Folds the peeled blocks' sizes to constants: both vectorize exactly, unmasked.
+        f"    transform.apply_patterns to {fn} {{ transform.apply_patterns.canonicalization }} : !transform.any_op",
+        f"    %splits{sid} = transform.structured.match attributes{{{SPLIT_ATTR}}} in {fn}"
+        " : (!transform.any_op) -> !transform.any_op",
+        f"    transform.structured.vectorize %splits{sid} : !transform.any_op",
+        # Drop unit dims before hoisting: a vector<1x..> loop-carried value makes the
+        # later leading-one-dim patterns loop forever (out of memory).
+        f"    transform.apply_patterns to {fn} {{ transform.apply_patterns.canonicalization"
+        " transform.apply_patterns.vector.cast_away_vector_leading_one_dim } : !transform.any_op",
+        # With static slices the partial sums' read/write pair moves out of the loop.
+        f"    transform.loop.hoist_loop_invariant_subsets %main{sid} : !transform.any_op",
+    ]
+    return lines
+
+
+def _script(plans: list[tuple[int, Plan]]) -> str:
     lines = [
         "module attributes {transform.with_named_sequence} {",
         "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {",
     ]
-    for sid, tiles, vectors in plans:
-        loops = sum(1 for t in tiles if t)
-        loop_types = ", ".join(["!transform.any_op"] * (loops + 1))
-        lines += [
-            f"    %op{sid} = transform.structured.match attributes{{{SCHEDULE_ATTR} = {sid} : i64}} in %root"
-            " : (!transform.any_op) -> !transform.any_op",
-            f"    %tiled{sid}, %loops{sid}:{loops} = transform.structured.tile_using_for %op{sid}"
-            f" tile_sizes {tiles} : (!transform.any_op) -> ({loop_types})",
-            f"    transform.structured.vectorize %tiled{sid} vector_sizes {vectors} : !transform.any_op",
-        ]
+    for sid, plan in plans:
+        lines += _plan_lines(sid, plan)
     lines += [
         '    %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op',
         "    transform.apply_patterns to %funcs {",
@@ -138,7 +246,7 @@ def cpu_vectorize(module: ir.Operation) -> None:
             continue
         sid = len(plans)
         op.attributes[SCHEDULE_ATTR] = ir.IntegerAttr.get(i64, sid)
-        plans.append((sid, *plan))
+        plans.append((sid, plan))
     if not plans:
         return
     body = module.regions[0].blocks[0]
@@ -152,6 +260,28 @@ def cpu_vectorize(module: ir.Operation) -> None:
     for op in _linalg_ops(module):
         if SCHEDULE_ATTR in op.attributes:
             del op.attributes[SCHEDULE_ATTR]
+    _reassociate_horizontal_reductions(module)
+
+
+def _reassociate_horizontal_reductions(module: ir.Operation) -> None:
+    """Let LLVM reduce a vector's lanes as a tree, not one add after another.
+
+    The partial sums already changed the order of the additions (as eager's
+    vectorized reductions do); an ordered `llvm.vector.reduce.fadd` would spend 4
+    cycles per lane on every row's final reduction.
+    """
+    reassoc = ir.Attribute.parse("#arith.fastmath<reassoc>")
+
+    def walk(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    o = inner.operation
+                    if o.name == "vector.reduction":
+                        o.attributes["fastmath"] = reassoc
+                    walk(o)
+
+    walk(module)
 
 
 def _linalg_ops(module: ir.Operation) -> list[ir.Operation]:

@@ -57,10 +57,15 @@ def _reduce(m: MlircOp) -> ir.Value:
     combine = float_combine if shapes.is_float(elem) else int_combine
     if shapes.is_bool(m.out_elem) and name in ("reduce_max", "reduce_min"):
         combine = arith.maxsi if name == "reduce_max" else arith.minsi  # 0/1 bytes
-    rank, _, out_map, iterators = _reduction_maps(m)
-    init = le.fill(const(elem, init_of(m.out_elem)), le.empty(m.out_shape, elem))
+    rank, dims, _, iterators = _reduction_maps(m)
+    # Reduce into the shape without the kept unit dims, then reshape: an output map
+    # of plain dims is what split-reduction tiling (mlirc-cpu-vectorize) needs.
+    reduced_shape = [size for d, size in enumerate(shapes.shape_of(m.operands[0])) if d not in dims]
+    out_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in range(rank) if d not in dims])
+    init = le.fill(const(elem, init_of(m.out_elem)), le.empty(reduced_shape, elem))
     body = lambda a: [combine(a[0], a[1])]  # noqa: E731
-    return le.generic(m.operands, [le.identity_map(rank)], [init], [out_map], iterators, body)[0]
+    reduced = le.generic(m.operands, [le.identity_map(rank)], [init], [out_map], iterators, body)[0]
+    return reduced if list(m.out_shape) == reduced_shape else le.reshape(reduced, m.out_shape)
 
 
 @pattern("argmax", "argmin")

@@ -27,6 +27,12 @@ CPU_BUFFERIZE = [
     "canonicalize",
     "buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1}",
     "canonicalize",
+    # Scratch buffers inside kernels (a split reduction's partial block): out of the
+    # loops, onto the stack when small, and freed when not -- bufferization frees nothing.
+    "func.func(buffer-loop-hoisting)",
+    "func.func(promote-buffers-to-stack)",
+    "buffer-deallocation-pipeline",
+    "canonicalize",
 ]
 CPU_TO_LLVM = [
     "convert-linalg-to-loops",

@@ -118,7 +118,10 @@ class WrapperBuilder:
             strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
             index = ", ".join(f"{o}:{o + s * st}:{st}" for o, s, st in zip(offsets, sizes, strides, strict=False))
             n = self.fresh(op.results[0], "view")
-            self.lines.append(f"    {n} = {self.name(op.operands[0])}[{index}]")
+            shape = list(shapes.shape_of(op.results[0]))
+            # A rank-reducing slice drops unit dims: reshape keeps it a view.
+            drop = f".reshape({shape})" if len(shape) != len(sizes) else ""
+            self.lines.append(f"    {n} = {self.name(op.operands[0])}[{index}]{drop}")
         elif op.name == "func.return":
             outs = ", ".join(
                 self.name(v) + (".view(torch.bool)" if d == torch.bool else "")

@@ -1,10 +1,11 @@
 // RUN: mlirc-opt %s -p mlirc-stage-kernels | FileCheck %s
 
 // Fusion then kernel formation on softmax's linalg: sub+exp fuse into one kernel;
-// the reductions are roots of their own kernels; the entry only calls kernels.
-// CHECK-LABEL: func.func @kernel_0(%arg0: tensor<3x5xf32>) -> tensor<3x1xf32> attributes {mlirc.kernel}
+// the reductions are roots of their own kernels (unit dims folded away); the entry
+// only calls kernels.
+// CHECK-LABEL: func.func @kernel_0(%arg0: tensor<3x5xf32>) -> tensor<3xf32> attributes {mlirc.kernel}
 // CHECK: arith.maximumf
-// CHECK-LABEL: func.func @kernel_1(%arg0: tensor<3x5xf32>, %arg1: tensor<3x1xf32>) -> tensor<3x5xf32> attributes {mlirc.kernel}
+// CHECK-LABEL: func.func @kernel_1(%arg0: tensor<3x5xf32>, %arg1: tensor<3xf32>) -> tensor<3x5xf32> attributes {mlirc.kernel}
 // CHECK: arith.subf
 // CHECK-NEXT: math.exp
 // CHECK-LABEL: func.func @kernel_2
