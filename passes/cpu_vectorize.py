@@ -20,6 +20,7 @@ from mlirc.passes.registry import register_pass
 
 SCHEDULE_ATTR = "mlirc.schedule"
 SPLIT_ATTR = "mlirc.split_reduction"
+PARALLEL_LOOP_ATTR = "mlirc.parallel_loop"  # read by mlirc-cpu-parallelize
 VECTORIZABLE = frozenset({"linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.copy"})
 
 
@@ -31,7 +32,7 @@ def host_vector_bytes() -> int:
     return 64 if features.get("avx512f", False) else config.vector_width_bytes
 
 
-def _elem_bytes(elem: ir.Type) -> int:
+def elem_bytes(elem: ir.Type) -> int:
     if isinstance(elem, ir.IntegerType):
         return max(ir.IntegerType(elem).width // 8, 1)
     return {ir.F16Type: 2, ir.BF16Type: 2, ir.F32Type: 4, ir.F64Type: 8}[type(ir.Type(elem).maybe_downcast())]
@@ -83,6 +84,11 @@ class Plan:
     vectors: list[int]
     reduction_tile: int = 0
     tail: int = 0
+    # The outermost tile loop runs over a parallel dim: mlirc-cpu-parallelize may
+    # split it across threads.  With `fuse_init` the init (a fill) is computed
+    # inside that loop, tile by tile, so the loop is the kernel's only writer.
+    parallel_outer: bool = False
+    fuse_init: bool = False
 
 
 # Combiners that tile_reduction_using_for knows the neutral element of.
@@ -97,7 +103,7 @@ def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | N
     """The split-reduction plan when `op` reduces only its innermost loop dim."""
     if op.name != "linalg.generic" or len(op.results) != 1:
         return None
-    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    iterators = _iterators(op)
     reductions = [i for i, it in enumerate(iterators) if it.endswith("<reduction>")]
     if reductions != [len(sizes) - 1]:
         return None
@@ -112,9 +118,10 @@ def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | N
         return None
     outer = [1] * (len(sizes) - 1)
     size, block = sizes[-1], UNROLL * lanes
+    rows = {"parallel_outer": bool(outer), "fuse_init": True}
     if size < 2 * block:  # a short row in one vector op (a 1-trip loop would fold away)
-        return Plan([*outer, 0], [*outer, size])
-    return Plan([*outer, 0], [*outer, block], reduction_tile=block, tail=size % block)
+        return Plan([*outer, 0], [*outer, size], **rows)
+    return Plan([*outer, 0], [*outer, block], reduction_tile=block, tail=size % block, **rows)
 
 
 def schedule(op: ir.Operation) -> Plan | None:
@@ -127,7 +134,7 @@ def schedule(op: ir.Operation) -> Plan | None:
     if not sizes or any(s is None or s == 0 for s in sizes):
         return None
     out_elem = shapes.elem_of(op.results[0])
-    lanes = host_vector_bytes() // _elem_bytes(out_elem)
+    lanes = host_vector_bytes() // elem_bytes(out_elem)
     if op.name == "linalg.matmul":
         return Plan([8, 2 * lanes, 1], [8, 2 * lanes, 1])
     if op.name == "linalg.batch_matmul":
@@ -136,21 +143,30 @@ def schedule(op: ir.Operation) -> Plan | None:
     if reduction is not None:
         return reduction
     tiles = [1] * (len(sizes) - 1) + [lanes]
-    return Plan(tiles, tiles)
+    outer_parallel = op.name == "linalg.copy" or _iterators(op)[0].endswith("<parallel>")
+    return Plan(tiles, tiles, parallel_outer=outer_parallel)
+
+
+def _iterators(op: ir.Operation) -> list[str]:
+    return [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 def _handles(n: int) -> str:
     return ", ".join(["!transform.any_op"] * n)
 
 
-def _tile(handle: str, out: str, tiles: list[int]) -> list[str]:
-    loops = sum(1 for t in tiles if t)
+def _tile(handle: str, out: str, plan: Plan) -> list[str]:
+    loops = sum(1 for t in plan.tiles if t)
     if not loops:
         return [f"    {out} = transform.cast {handle} : !transform.any_op to !transform.any_op"]
-    return [
-        f"    {out}, %loops_{out[1:]}:{loops} = transform.structured.tile_using_for {handle}"
-        f" tile_sizes {tiles} : (!transform.any_op) -> ({_handles(loops + 1)})"
+    how = "fuse" if plan.fuse_init else "tile_using_for"
+    lines = [
+        f"    {out}, %loops_{out[1:]}:{loops} = transform.structured.{how} {handle}"
+        f" tile_sizes {plan.tiles} : (!transform.any_op) -> ({_handles(loops + 1)})"
     ]
+    if plan.parallel_outer and plan.tiles[0]:
+        lines.append(f'    transform.annotate %loops_{out[1:]}#0 "{PARALLEL_LOOP_ATTR}" : !transform.any_op')
+    return lines
 
 
 def _vectorize(handle: str, sizes: list[int]) -> str:
@@ -161,7 +177,7 @@ def _plan_lines(sid: int, plan: Plan) -> list[str]:
     lines = [
         f"    %op{sid} = transform.structured.match attributes{{{SCHEDULE_ATTR} = {sid} : i64}} in %root"
         " : (!transform.any_op) -> !transform.any_op",
-        *_tile(f"%op{sid}", f"%tiled{sid}", plan.tiles),
+        *_tile(f"%op{sid}", f"%tiled{sid}", plan),
     ]
     if not plan.reduction_tile:
         return [*lines, _vectorize(f"%tiled{sid}", plan.vectors)]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 # Importing a pass module registers it.
 from mlirc.passes import (  # noqa: F401
+    cpu_omp_dispatch,
+    cpu_parallelize,
     cpu_vector_math,
     cpu_vectorize,
     form_kernels,
@@ -33,6 +35,7 @@ CPU_BUFFERIZE = [
     "func.func(promote-buffers-to-stack)",
     "buffer-deallocation-pipeline",
     "canonicalize",
+    "mlirc-cpu-parallelize",
 ]
 CPU_TO_LLVM = [
     "convert-linalg-to-loops",
@@ -59,6 +62,7 @@ CPU_TO_LLVM = [
     "convert-cf-to-llvm",
     "convert-ub-to-llvm",
     "reconcile-unrealized-casts",
+    "mlirc-cpu-omp-dispatch",
 ]
 CPU = ["mlirc-cpu-vectorize", "mlirc-cpu-vector-math", *CPU_BUFFERIZE, *CPU_TO_LLVM]
 

@@ -119,15 +119,15 @@ def _symbol_address(library: ctypes.CDLL, name: str) -> int | None:
 def _bind_external_symbols(parsed: llvm.ModuleRef) -> None:
     """Resolve every function the kernels call but do not define, or fail cleanly.
 
-    libc/libm functions come from the process; SLEEF (mlirc-cpu-vector-math) from
-    libtorch_cpu, which is loaded without RTLD_GLOBAL, so the JIT cannot find it
-    alone.  An unresolved call would jump to address 0, so it is an error here.
+    libc/libm functions come from the process; SLEEF (mlirc-cpu-vector-math) and
+    libgomp (mlirc-cpu-omp-dispatch) from libtorch_cpu and the libraries it loaded,
+    without RTLD_GLOBAL, so the JIT cannot find them alone.  An unresolved call would jump to address 0, so it is an error here.
     """
     for fn in parsed.functions:
         if not fn.is_declaration or fn.name.startswith("llvm.") or llvm.address_of_symbol(fn.name):
             continue
         address = _symbol_address(_process_symbols(), fn.name)
-        if address is None and fn.name.startswith("Sleef_"):
+        if address is None:  # SLEEF, and the OpenMP runtime torch runs on
             address = _symbol_address(_torch_cpu_library(), fn.name)
         if address is None:
             raise PipelineError("llvmlite", f"kernels call {fn.name}, which is not in this process")

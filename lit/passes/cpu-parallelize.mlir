@@ -1,0 +1,59 @@
+// RUN: mlirc-opt %s -p mlirc-cpu-parallelize | FileCheck %s
+
+// A kernel whose only writes are in its marked outermost loop, moving >= 256 KiB,
+// becomes a chunk function over [lo, hi) and a serial call of it over the whole
+// range, marked mlirc.parallel = [lb, ub, step] for mlirc-cpu-omp-dispatch.
+// CHECK-LABEL: func.func private @big_chunk
+// CHECK-SAME: %[[LO:[a-z0-9]+]]: index, %[[HI:[a-z0-9]+]]: index)
+// CHECK: scf.for %{{.*}} = %[[LO]] to %[[HI]] step %{{.*}} {
+// CHECK-NOT: mlirc.parallel_loop
+// CHECK-LABEL: func.func @big(
+// CHECK-SAME: mlirc.parallel = array<i64: 0, 256, 1>
+// CHECK: call @big_chunk(%arg0, %arg1, %c0, %c256)
+// CHECK-NEXT: return
+func.func @big(%a: memref<256x512xf32>, %out: memref<256x512xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %out[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  return
+}
+
+// A write outside the loop (the fill) would race between chunks: stays serial.
+// CHECK-LABEL: func.func @filled(
+// CHECK-NOT: mlirc.parallel
+// CHECK: linalg.fill
+// CHECK: scf.for
+func.func @filled(%a: memref<256x512xf32>, %out: memref<256x512xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%out : memref<256x512xf32>)
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %out[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  return
+}
+
+// Too little data for a fork/join: stays serial, and the mark is dropped.
+// CHECK-LABEL: func.func @small(
+// CHECK-NOT: mlirc.parallel
+// CHECK: return
+func.func @small(%a: memref<4x8xf32>, %out: memref<4x8xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 8] [1, 1] : memref<4x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %out[%i, 0] [1, 8] [1, 1] : memref<4x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<8xf32, strided<[1], offset: ?>> to memref<8xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  return
+}

@@ -1,0 +1,130 @@
+"""mlirc-cpu-parallelize: split a kernel's outermost parallel loop into chunks.
+
+Runs on bufferized kernels.  A kernel whose only memory writes happen inside one
+outermost loop marked `mlirc.parallel_loop` (by mlirc-cpu-vectorize, for a loop
+over a parallel dim) and that moves enough data becomes
+
+    func @kernel_N_chunk(<args>, %lo: index, %hi: index)  -- the old body, that loop
+                                                            now running [lo, hi)
+    func @kernel_N(<args>) {mlirc.parallel = [lb, ub, step]}
+        call @kernel_N_chunk(<args>, lb, ub)                -- the serial meaning
+
+mlirc-cpu-omp-dispatch later replaces kernel_N's body with a GOMP_parallel call
+that runs the chunks on torch's own OpenMP threads.  A kernel with writes outside
+the loop (a fill of the whole output, a copy) stays serial: chunks would race.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, func
+
+from mlirc.passes.cpu_vectorize import PARALLEL_LOOP_ATTR, elem_bytes
+from mlirc.passes.registry import register_pass
+
+PARALLEL_ATTR = "mlirc.parallel"  # array<i64: lb, ub, step> of the chunked loop
+MIN_PARALLEL_BYTES = 256 * 1024  # below this, a fork/join costs more than it saves
+
+# Top-level ops that neither write memory nor escape a chunk (allocas are per call).
+OUTSIDE_LOOP_OK = frozenset(
+    {"arith.constant", "ub.poison", "memref.subview", "memref.expand_shape", "memref.collapse_shape",
+     "memref.cast", "memref.reinterpret_cast", "memref.alloca", "func.return"}
+)  # fmt: skip
+
+
+def _constant_index(value: ir.Value) -> int | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
+        return None
+    return ir.IntegerAttr(owner.attributes["value"]).value
+
+
+def _bytes_moved(kernel: func.FuncOp) -> int:
+    total = 0
+    for arg in kernel.entry_block.arguments:
+        mtype = ir.MemRefType(arg.type)
+        count = 1
+        for size in mtype.shape:
+            count *= size
+        total += count * elem_bytes(mtype.element_type)
+    return total
+
+
+def _chunkable_loop(kernel: func.FuncOp) -> tuple[ir.Operation, list[int]] | None:
+    """The kernel's marked loop and its static (lb, ub, step), when chunking is safe."""
+    loops = []
+    for op in kernel.entry_block.operations:
+        o = op.operation
+        if o.name == "scf.for" and PARALLEL_LOOP_ATTR in o.attributes and not o.results:
+            loops.append(o)
+        elif o.name not in OUTSIDE_LOOP_OK:
+            return None
+    if len(loops) != 1:
+        return None
+    bounds = [_constant_index(v) for v in list(loops[0].operands)[:3]]
+    if any(b is None for b in bounds):
+        return None
+    lb, ub, step = bounds
+    if (ub - lb + step - 1) // step < 2:
+        return None
+    return loops[0], bounds
+
+
+def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[int]) -> None:
+    name = kernel.sym_name.value
+    ftype = ir.FunctionType(kernel.attributes["function_type"].value)
+    index = ir.IndexType.get()
+    chunk_type = ir.FunctionType.get([*ftype.inputs, index, index], [])
+    with ir.InsertionPoint(kernel), kernel.location:
+        chunk = func.FuncOp(f"{name}_chunk", chunk_type, visibility="private")
+    block = chunk.add_entry_block()
+    mapping = dict(zip(kernel.entry_block.arguments, block.arguments, strict=False))
+    lo, hi = block.arguments[len(ftype.inputs)], block.arguments[len(ftype.inputs) + 1]
+    body = [op.operation for op in kernel.entry_block.operations]
+    for o in body:
+        clone = o.clone(ir.InsertionPoint(block))
+        _remap(clone, mapping)
+        for old, new in zip(o.results, clone.results, strict=True):
+            mapping[old] = new
+        if o == loop:
+            clone.operands[0], clone.operands[1] = lo, hi
+            del clone.attributes[PARALLEL_LOOP_ATTR]
+    for o in reversed(body):
+        o.erase()
+    with ir.InsertionPoint(kernel.entry_block), kernel.location:
+        lb, ub = (arith.ConstantOp(index, ir.IntegerAttr.get(index, b)).result for b in bounds[:2])
+        func.CallOp([], ir.FlatSymbolRefAttr.get(f"{name}_chunk"), [*kernel.entry_block.arguments, lb, ub])
+        func.ReturnOp([])
+    kernel.attributes[PARALLEL_ATTR] = ir.DenseI64ArrayAttr.get(bounds)
+
+
+def _remap(op: ir.Operation, mapping: dict) -> None:
+    for i, v in enumerate(op.operands):
+        if v in mapping:
+            op.operands[i] = mapping[v]
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                _remap(inner.operation, mapping)
+
+
+@register_pass("mlirc-cpu-parallelize", "Split kernels' outermost parallel loop into chunks for OpenMP threads")
+def cpu_parallelize(module: ir.Operation) -> None:
+    body = module.regions[0].blocks[0]
+    kernels = [op for op in body.operations if isinstance(op, func.FuncOp) and "mlirc.kernel" in op.attributes]
+    for kernel in kernels:
+        if kernel.is_external:
+            continue
+        found = _chunkable_loop(kernel)
+        if found is not None and _bytes_moved(kernel) >= MIN_PARALLEL_BYTES:
+            _split(kernel, *found)
+        _drop_marks(kernel.operation)
+
+
+def _drop_marks(op: ir.Operation) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if PARALLEL_LOOP_ATTR in inner.operation.attributes:
+                    del inner.operation.attributes[PARALLEL_LOOP_ATTR]
+                _drop_marks(inner.operation)

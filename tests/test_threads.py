@@ -1,0 +1,53 @@
+"""Kernels big enough to run on OpenMP threads (mlirc-cpu-parallelize/-omp-dispatch):
+the same answers for every thread count, including counts that do not divide the
+loop's trips and more threads than trips; torch.set_num_threads is honoured."""
+
+import pytest
+import torch
+from conftest import compile_and_compare
+
+import mlirc
+
+
+@pytest.fixture
+def threads():
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5])
+def test_elementwise_and_reductions_any_thread_count(threads, count):
+    threads(count)
+    x = torch.randn(301, 517)  # prime-ish rows: uneven chunks
+    b = torch.randn(517)
+    compile_and_compare(lambda x, b: (torch.relu(x + b) * 2, x.sum(-1), torch.softmax(x, -1)), x, b)
+
+
+def test_more_threads_than_rows(threads):
+    threads(8)
+    x = torch.randn(3, 40000)
+    compile_and_compare(lambda x: (torch.exp(x), x.amax(-1, keepdim=True)), x)
+
+
+def test_kernels_are_dispatched_to_openmp(monkeypatch):
+    captured = []
+    from mlirc.backends.cpu import codegen
+
+    original = codegen.lower_to_llvm_ir
+
+    def spy(kernels):
+        text = original(kernels)
+        captured.append(text)
+        return text
+
+    monkeypatch.setattr(codegen, "lower_to_llvm_ir", spy)
+    x = torch.randn(512, 1024)
+    compile_and_compare(lambda x: torch.tanh(x) + x.sum(-1, keepdim=True), x)
+    assert any("GOMP_parallel" in text for text in captured), "no kernel was dispatched to threads"
+    small = torch.randn(4, 8)
+    captured.clear()
+    torch._dynamo.reset()
+    compile_and_compare(lambda x: torch.tanh(x) + 1, small)
+    assert not any("GOMP_parallel" in text for text in captured), "a tiny kernel paid for a fork/join"
+    assert mlirc.stats().fallback_nodes == 0
