@@ -32,7 +32,8 @@ demo: install
 	$(VPY) -m mlirc.demo
 
 bench: install
-	$(VPY) benchmarks/run.py
+	$(VPY) -m pip install -q -e '.[test,bench]'
+	$(VPY) benchmarks/run.py --results benchmarks/results
 
 # The OpInfo sweep's summary (CI runs the same sample through tests/test_opinfo.py).
 opinfo: install

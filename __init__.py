@@ -6,11 +6,21 @@ model = torch.compile(model, backend="mlirc")
 
 from __future__ import annotations
 
+from typing import Any
+
 from mlirc.errors import MlircError, PipelineError, UnsupportedOpError, VerificationError
-from mlirc.frontend.backend import mlirc_backend
 from mlirc.frontend.stats import CompileStats, explain, reset_stats, stats
 
 __version__ = "0.1.0"
+
+
+def mlirc_backend(gm: Any, example_inputs: list) -> Any:
+    """The Dynamo backend.  MLIR loads on the first compile, not on `import mlirc`:
+    importing stays cheap, and a process can import mlirc beside another MLIR-based
+    package (IREE's bindings cannot share a process with ours)."""
+    from mlirc.frontend.backend import mlirc_backend as backend
+
+    return backend(gm, example_inputs)
 
 
 def _register_backend() -> None:

@@ -1,7 +1,11 @@
-"""Eager vs Inductor vs mlirc on the benchmark cases (benchmarks/models.py).
+"""Eager vs Inductor vs IREE vs mlirc on the benchmark cases (benchmarks/models.py).
 
     python benchmarks/run.py                    # every case, each in its own process
     python benchmarks/run.py mlp softmax_512x1024 --repeat 50 --markdown out.md
+    python benchmarks/run.py --results benchmarks/results   # + <host>.md and <host>.png
+
+IREE (iree-turbine's `turbine_cpu` backend) runs where the `bench` extra is
+installed (`pip install -e '.[bench]'`); otherwise its column says so.
 
 Per case and backend: cold compile time (first call after a reset, with an empty
 Inductor cache), warm compile time (the same again: Inductor's on-disk caches are
@@ -16,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -24,8 +29,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from models import MODELS  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
-BACKENDS = ("eager", "inductor", "mlirc")
+BACKENDS = ("eager", "inductor", "iree", "mlirc")
+DYNAMO_NAME = {"inductor": "inductor", "iree": "turbine_cpu", "mlirc": "mlirc"}
 
 
 def _median_s(fn: Callable, args: tuple, repeat: int, warmup: int = 3) -> float:
@@ -50,14 +59,19 @@ def _first_call_s(fn: Callable, backend: str, args: tuple) -> tuple[Callable, fl
     import torch
 
     torch._dynamo.reset()
-    compiled = torch.compile(fn, backend=backend)
+    compiled = torch.compile(fn, backend=DYNAMO_NAME[backend])
     start = time.perf_counter()
     out = compiled(*args)
     return compiled, time.perf_counter() - start, out
 
 
-def measure_case(name: str, repeat: int) -> dict:
-    """Run one case on every backend in this process; return its row as a dict."""
+# Backends measured together, each group in its own process with its own eager
+# baseline: IREE's MLIR bindings and ours cannot be loaded into one process.
+PROCESS_GROUPS = (("inductor", "mlirc"), ("iree",))
+
+
+def measure_case(name: str, repeat: int, backends: tuple[str, ...]) -> dict:
+    """Run one case eagerly and on `backends` in this process; return its row."""
     import torch
     from models import make_case
 
@@ -71,10 +85,14 @@ def measure_case(name: str, repeat: int) -> dict:
         expected = fn(*args)
         eager_s = _median_s(fn, args, repeat)
         row["backends"]["eager"] = {"median_ms": eager_s * 1e3, "speedup": 1.0, "max_err": 0.0}
-        for backend in BACKENDS[1:]:
+        for backend in backends:
+            if backend == "iree" and not _iree_available():
+                row["backends"][backend] = {"error": "not installed (pip install -e '.[bench]')"}
+                continue
             try:
                 _, cold_s, out = _first_call_s(fn, backend, args)
-                mlirc.reset_stats()  # count the second compile only
+                if backend == "mlirc":
+                    mlirc.reset_stats()  # count the second compile only
                 compiled, warm_s, out = _first_call_s(fn, backend, args)
                 run_s = _median_s(compiled, args, repeat)
             except Exception as err:  # a benchmark reports a failing backend, it does not stop
@@ -95,15 +113,30 @@ def measure_case(name: str, repeat: int) -> dict:
     return row
 
 
+def _iree_available() -> bool:
+    try:
+        import iree.turbine  # noqa: F401  (registers the turbine_cpu backend)
+    except ImportError:
+        return False
+    return True
+
+
 def _run_isolated(name: str, repeat: int) -> dict:
-    """One process per case: no cache or allocator state leaks between cases."""
-    with tempfile.TemporaryDirectory(prefix="mlirc-bench-") as cache:
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "TRITON_CACHE_DIR": cache}
-        cmd = [sys.executable, str(Path(__file__).resolve()), name, "--repeat", str(repeat), "--json-only"]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        return {"case": name, "backends": {}, "error": proc.stderr.strip().splitlines()[-1:] or ["crashed"]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """One process per case and backend group: no cache or allocator state leaks."""
+    row: dict = {"case": name, "backends": {}}
+    for group in PROCESS_GROUPS:
+        with tempfile.TemporaryDirectory(prefix="mlirc-bench-") as cache:
+            env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "TRITON_CACHE_DIR": cache}
+            cmd = [sys.executable, str(Path(__file__).resolve()), name, "--repeat", str(repeat)]
+            proc = subprocess.run([*cmd, "--json-only", ",".join(group)], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            reason = (proc.stderr.strip().splitlines() or ["crashed"])[-1]
+            row["backends"].update({b: {"error": f"process failed: {reason}"[:200]} for b in group})
+            continue
+        measured = json.loads(proc.stdout.strip().splitlines()[-1])["backends"]
+        row["backends"].setdefault("eager", measured["eager"])  # the first group's eager is the table's
+        row["backends"].update({b: measured[b] for b in group})
+    return row
 
 
 def machine() -> str:
@@ -120,31 +153,80 @@ def machine() -> str:
     return f"{cpu}; {os.cpu_count()} cores; torch {torch.__version__} with {torch.get_num_threads()} threads"
 
 
+def _cell(row: dict, backend: str, key: str, fmt: str) -> str:
+    entry = row["backends"].get(backend, {})
+    if "error" in entry:
+        return "n/a" if entry["error"].startswith("not installed") else "error"
+    return format(entry[key], fmt) if key in entry else "-"
+
+
+def geometric_means(rows: list[dict]) -> dict[str, float]:
+    """Per backend, over the cases where it ran."""
+    means = {}
+    for backend in BACKENDS[1:]:
+        speedups = [r["backends"][backend]["speedup"] for r in rows if "speedup" in r["backends"].get(backend, {})]
+        if speedups:
+            means[backend] = statistics.geometric_mean(speedups)
+    return means
+
+
 def table(rows: list[dict]) -> str:
-    head = "| case | eager ms | inductor ms | mlirc ms | inductor x | mlirc x | mlirc err | inductor compile s | mlirc compile s | mlirc fallback |"
+    head = (
+        "| case | eager ms | inductor ms | iree ms | mlirc ms | inductor x | iree x | mlirc x | mlirc err "
+        "| inductor compile s | iree compile s | mlirc compile s | mlirc warm compile s | mlirc fallback |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for row in rows:
-        b = row["backends"]
-
-        def cell(backend: str, key: str, fmt: str) -> str:
-            entry = b.get(backend, {})
-            if "error" in entry:
-                return "error"
-            return format(entry[key], fmt) if key in entry else "-"
-
-        lines.append(
-            f"| {row['case']} | {cell('eager', 'median_ms', '.3f')} | {cell('inductor', 'median_ms', '.3f')} "
-            f"| {cell('mlirc', 'median_ms', '.3f')} | {cell('inductor', 'speedup', '.2f')} "
-            f"| {cell('mlirc', 'speedup', '.2f')} | {cell('mlirc', 'max_err', '.1e')} "
-            f"| {cell('inductor', 'cold_compile_s', '.1f')} | {cell('mlirc', 'cold_compile_s', '.1f')} "
-            f"| {cell('mlirc', 'fallback_nodes', 'd')} |"
-        )
-    speedups = {
-        k: [r["backends"][k]["speedup"] for r in rows if "speedup" in r["backends"].get(k, {})] for k in BACKENDS
-    }
-    geo = " ".join(f"{k} {statistics.geometric_mean(v):.2f}x" for k, v in speedups.items() if v and k != "eager")
-    lines.append(f"\ngeometric-mean speedup over eager: {geo}")
+        cells = [
+            _cell(row, "eager", "median_ms", ".3f"),
+            *(_cell(row, b, "median_ms", ".3f") for b in BACKENDS[1:]),
+            *(_cell(row, b, "speedup", ".2f") for b in BACKENDS[1:]),
+            _cell(row, "mlirc", "max_err", ".1e"),
+            *(_cell(row, b, "cold_compile_s", ".1f") for b in BACKENDS[1:]),
+            _cell(row, "mlirc", "warm_compile_s", ".2f"),
+            _cell(row, "mlirc", "fallback_nodes", "d"),
+        ]
+        lines.append(f"| {row['case']} | " + " | ".join(cells) + " |")
+    models = [r for r in rows if r["case"] in MODELS]
+    for label, subset in (("models", models), ("all cases", rows)):
+        means = geometric_means(subset)
+        if means:
+            text = ", ".join(f"{b} {m:.2f}x" for b, m in means.items())
+            lines.append(f"\ngeometric-mean speedup over eager, {label} ({len(subset)}): {text}")
     return "\n".join(lines)
+
+
+def plot(rows: list[dict], title: str, path: Path) -> bool:
+    """Speedup over eager per case and backend, as a bar chart; False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    backends = BACKENDS[1:]
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.9), 4.5))
+    width = 0.8 / len(backends)
+    for i, backend in enumerate(backends):
+        values = [r["backends"].get(backend, {}).get("speedup", 0.0) for r in rows]
+        ax.bar([x + i * width for x in range(len(rows))], values, width, label=backend)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(rows))], [r["case"] for r in rows], rotation=40, ha="right")
+    ax.set_ylabel("speedup over eager (higher is better)")
+    ax.set_yscale("log")
+    ax.set_title(title, fontsize=8)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def host_tag() -> str:
+    """A file name for this machine's results: its core count and CPU model."""
+    cpu = machine().split(";")[0].lower()
+    return f"{os.cpu_count()}-core-" + re.sub("[^a-z0-9]+", "-", cpu).strip("-")[:48]
 
 
 def main() -> None:
@@ -154,24 +236,34 @@ def main() -> None:
     parser.add_argument("cases", nargs="*", help=f"cases to run (default: all of {', '.join(CASES)})")
     parser.add_argument("--repeat", type=int, default=30, help="timed calls per backend (median reported)")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
-    parser.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--results", type=Path, help="write <folder>/<host>.md, .json and .png (the plot)")
+    parser.add_argument("--json-only", metavar="BACKENDS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     names = args.cases or list(CASES)
     unknown = [n for n in names if n not in CASES]
     if unknown:
         parser.error(f"unknown case(s) {unknown}; known: {', '.join(CASES)}")
     if args.json_only:
-        print(json.dumps(measure_case(names[0], args.repeat)))
+        print(json.dumps(measure_case(names[0], args.repeat, tuple(args.json_only.split(",")))))
         return
     rows = []
     for name in names:
         row = _run_isolated(name, args.repeat)
         rows.append(row)
         print(f"{name}: done" + (f" (error: {row['error']})" if "error" in row else ""), file=sys.stderr)
-    text = f"{machine()}; medians of {args.repeat} calls after warm-up\n\n{table(rows)}"
+    command = "python benchmarks/run.py " + " ".join(sys.argv[1:])
+    header = f"{machine()}; medians of {args.repeat} calls after warm-up; made by `{command}`"
+    text = f"{header}\n\n{table(rows)}"
     print(text)
     if args.markdown:
         args.markdown.write_text(text + "\n")
+    if args.results:
+        args.results.mkdir(parents=True, exist_ok=True)
+        stem = args.results / host_tag()
+        stem.with_suffix(".md").write_text(text + "\n")
+        stem.with_suffix(".json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1) + "\n")
+        if plot(rows, header, stem.with_suffix(".png")):
+            print(f"wrote {stem}.md, .json and .png", file=sys.stderr)
 
 
 if __name__ == "__main__":
