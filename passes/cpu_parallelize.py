@@ -23,7 +23,7 @@ from mlirc.passes.cpu_vectorize import PARALLEL_LOOP_ATTR, elem_bytes
 from mlirc.passes.registry import register_pass
 
 PARALLEL_ATTR = "mlirc.parallel"  # array<i64: lb, ub, step> of the chunked loop
-MIN_PARALLEL_BYTES = 256 * 1024  # below this, a fork/join costs more than it saves
+MIN_PARALLEL_BYTES = 128 * 1024  # below this, a fork/join costs more than it saves
 
 # Top-level ops that neither write memory nor escape a chunk (allocas are per call).
 OUTSIDE_LOOP_OK = frozenset(

@@ -22,6 +22,12 @@ SCHEDULE_ATTR = "mlirc.schedule"
 SPLIT_ATTR = "mlirc.split_reduction"
 PARALLEL_LOOP_ATTR = "mlirc.parallel_loop"  # read by mlirc-cpu-parallelize
 VECTORIZABLE = frozenset({"linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.copy"})
+NOT_SCHEDULED = frozenset({"linalg.fill", "linalg.yield", "linalg.index"})  # fills fuse into their users
+# Named ops whose first loop (batch / rows) is parallel and is the result's dim 0.
+PARALLEL_OUTER_NAMED = frozenset(
+    {"linalg.pooling_nchw_max", "linalg.pooling_nchw_sum", "linalg.conv_2d_nchw_fchw", "linalg.conv_2d_ngchw_gfchw",
+     "linalg.matmul", "linalg.batch_matmul", "linalg.copy"}
+)  # fmt: skip
 
 
 @functools.cache
@@ -124,12 +130,29 @@ def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | N
     return Plan([*outer, 0], [*outer, block], reduction_tile=block, tail=size % block, **rows)
 
 
+def _scalar_plan(op: ir.Operation) -> Plan | None:
+    """Ops that stay scalar (gathers, pads, pooling, argmax, bf16) are still split
+    over their outermost parallel dim, with their inits, so they can run on threads."""
+    if not op.results or not shapes.shape_of(op.results[0]) or 0 in shapes.shape_of(op.results[0]):
+        return None
+    if op.name == "linalg.generic":
+        if not _iterators(op):
+            return None
+        if not _iterators(op)[0].endswith("<parallel>") or (_loop_sizes(op) or [0])[0] < 2:
+            return None
+    elif op.name not in PARALLEL_OUTER_NAMED or shapes.shape_of(op.results[0])[0] < 2:
+        return None
+    inits = list(op.operands)[len(op.operands) - len(op.results) :]
+    fills = [not isinstance(v.owner, ir.Block) and v.owner.name == "linalg.fill" for v in inits]
+    return Plan([1], [], parallel_outer=True, fuse_init=any(fills))
+
+
 def schedule(op: ir.Operation) -> Plan | None:
-    """The tiling/vectorization plan for `op`, or None to leave it scalar."""
+    """The tiling/vectorization plan for `op`, or None to leave it alone."""
     if op.name not in VECTORIZABLE or _has_gather(op) or len(op.results) != 1:
-        return None  # gathers and multi-result reductions (argmax) stay scalar
+        return _scalar_plan(op)  # gathers and multi-result reductions (argmax) stay scalar
     if any(isinstance(shapes.elem_of(v), ir.BF16Type) for v in [*op.operands, *op.results]):
-        return None  # LLVM 20's x86 masked store of bf16 vectors crashes at run time
+        return _scalar_plan(op)  # LLVM 20's x86 masked store of bf16 vectors crashes at run time
     sizes = _loop_sizes(op)
     if not sizes or any(s is None or s == 0 for s in sizes):
         return None
@@ -143,7 +166,7 @@ def schedule(op: ir.Operation) -> Plan | None:
     if reduction is not None:
         return reduction
     tiles = [1] * (len(sizes) - 1) + [lanes]
-    outer_parallel = op.name == "linalg.copy" or _iterators(op)[0].endswith("<parallel>")
+    outer_parallel = op.name == "linalg.copy" or _iterators(op)[:1] == ["#linalg.iterator_type<parallel>"]
     return Plan(tiles, tiles, parallel_outer=outer_parallel)
 
 
@@ -179,6 +202,8 @@ def _plan_lines(sid: int, plan: Plan) -> list[str]:
         " : (!transform.any_op) -> !transform.any_op",
         *_tile(f"%op{sid}", f"%tiled{sid}", plan),
     ]
+    if not plan.vectors:
+        return lines
     if not plan.reduction_tile:
         return [*lines, _vectorize(f"%tiled{sid}", plan.vectors)]
     outer = plan.vectors[:-1]
@@ -308,7 +333,7 @@ def _linalg_ops(module: ir.Operation) -> list[ir.Operation]:
             for block in region.blocks:
                 for inner in block.operations:
                     o = inner.operation
-                    if o.name in VECTORIZABLE:
+                    if o.name.startswith("linalg.") and o.name not in NOT_SCHEDULED:
                         found.append(o)
                     else:
                         walk(o)

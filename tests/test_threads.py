@@ -51,3 +51,18 @@ def test_kernels_are_dispatched_to_openmp(monkeypatch):
     compile_and_compare(lambda x: torch.tanh(x) + 1, small)
     assert not any("GOMP_parallel" in text for text in captured), "a tiny kernel paid for a fork/join"
     assert mlirc.stats().fallback_nodes == 0
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_scalar_kernels_on_threads(threads, count):
+    # Pooling (with its padding gather), argmax and a gather stay scalar but are split
+    # over their outer dim with their inits: still exact with any thread count.
+    threads(count)
+    x = torch.randn(5, 16, 33, 35)
+    idx = torch.randint(0, 33, (5, 16, 20, 35))
+
+    def fn(x, idx):
+        pooled = torch.nn.functional.max_pool2d(x, 3, 2, padding=1)
+        return pooled, x.argmax(1), torch.gather(x, 2, idx)
+
+    compile_and_compare(fn, x, idx)

@@ -1,6 +1,6 @@
 // RUN: mlirc-opt %s -p mlirc-cpu-parallelize | FileCheck %s
 
-// A kernel whose only writes are in its marked outermost loop, moving >= 256 KiB,
+// A kernel whose only writes are in its marked outermost loop, moving >= 128 KiB,
 // becomes a chunk function over [lo, hi) and a serial call of it over the whole
 // range, marked mlirc.parallel = [lb, ub, step] for mlirc-cpu-omp-dispatch.
 // CHECK-LABEL: func.func private @big_chunk
