@@ -71,9 +71,26 @@ class WrapperBuilder:
             self.lines.append(f"    {a} = {a} if {a}.is_contiguous() else {a}.contiguous()")
         ret = self.entry.entry_block.operations[len(self.entry.entry_block.operations) - 1]
         logical = {v: d for v, d in zip(ret.operands, self.result_dtypes, strict=False)}
-        for op in self.entry.entry_block.operations:
-            self.emit(op.operation, logical)
+        ops = [op.operation for op in self.entry.entry_block.operations]
+        last_use = {v: i for i, op in enumerate(ops) for v in op.operands}
+        for i, op in enumerate(ops):
+            self.emit(op, logical)
+            self.free_after(op, i, last_use)
         return "\n".join(self.lines)
+
+    def free_after(self, op: ir.Operation, index: int, last_use: dict) -> None:
+        """Drop temporaries at their last use, as eager does: memory is reused while
+        it is still in cache, instead of every buffer of the graph living to the end
+        (the heap then grows and is trimmed every call, page faults included)."""
+        if op.name == "func.return":
+            return
+        dead = []
+        for v in dict.fromkeys(op.operands):
+            name = self.names.get(v, "")
+            if last_use.get(v) == index and not name.startswith("arg"):
+                dead.append(name)
+        if dead:
+            self.lines.append(f"    del {', '.join(dead)}")
 
     def allocate(self, value: ir.Value, logical: dict) -> str:
         n = self.fresh(value)
