@@ -223,10 +223,21 @@ def plot(rows: list[dict], title: str, path: Path) -> bool:
     return True
 
 
-def host_tag() -> str:
-    """A file name for this machine's results: its core count and CPU model."""
-    cpu = machine().split(";")[0].lower()
-    return f"{os.cpu_count()}-core-" + re.sub("[^a-z0-9]+", "-", cpu).strip("-")[:48]
+def _merged(previous: Path, rows: list[dict]) -> list[dict]:
+    """Earlier rows of this machine's results, in suite order, updated by `rows`."""
+    from models import CASES
+
+    by_case = {}
+    if previous.exists():
+        by_case = {r["case"]: r for r in json.loads(previous.read_text())["rows"]}
+    by_case.update({r["case"]: r for r in rows})
+    return [by_case[c] for c in CASES if c in by_case]
+
+
+def host_tag(machine_text: str) -> str:
+    """A file name for a machine's results: its core count and CPU model."""
+    cpu, cores = (part.strip().lower() for part in machine_text.split(";")[:2])
+    return f"{cores.split()[0]}-core-" + re.sub("[^a-z0-9]+", "-", cpu).strip("-")[:48]
 
 
 def main() -> None:
@@ -237,6 +248,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=30, help="timed calls per backend (median reported)")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
     parser.add_argument("--results", type=Path, help="write <folder>/<host>.md, .json and .png (the plot)")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="no runs: merge these results .json files (parts of one suite run) into --results",
+    )
     parser.add_argument("--json-only", metavar="BACKENDS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     names = args.cases or list(CASES)
@@ -246,24 +263,36 @@ def main() -> None:
     if args.json_only:
         print(json.dumps(measure_case(names[0], args.repeat, tuple(args.json_only.split(",")))))
         return
+    if args.merge:
+        parts = [json.loads(path.read_text()) for path in args.merge]
+        rows = [row for part in parts for row in part["rows"]]
+        _write_results(args.results or Path("."), parts[0]["machine"], parts[0]["header"], rows)
+        return
     rows = []
     for name in names:
         row = _run_isolated(name, args.repeat)
         rows.append(row)
         print(f"{name}: done" + (f" (error: {row['error']})" if "error" in row else ""), file=sys.stderr)
     command = "python benchmarks/run.py " + " ".join(sys.argv[1:])
-    header = f"{machine()}; medians of {args.repeat} calls after warm-up; made by `{command}`"
+    header = f"{machine()}; medians of {args.repeat} calls after warm-up; last made by `{command}`"
     text = f"{header}\n\n{table(rows)}"
     print(text)
     if args.markdown:
         args.markdown.write_text(text + "\n")
     if args.results:
-        args.results.mkdir(parents=True, exist_ok=True)
-        stem = args.results / host_tag()
-        stem.with_suffix(".md").write_text(text + "\n")
-        stem.with_suffix(".json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1) + "\n")
-        if plot(rows, header, stem.with_suffix(".png")):
-            print(f"wrote {stem}.md, .json and .png", file=sys.stderr)
+        _write_results(args.results, machine(), header, rows)
+
+
+def _write_results(folder: Path, machine_text: str, header: str, rows: list[dict]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / host_tag(machine_text)
+    rows = _merged(stem.with_suffix(".json"), rows)  # a suite can be run in parts
+    text = f"{header}\n\n{table(rows)}"
+    stem.with_suffix(".md").write_text(text + "\n")
+    record = {"machine": machine_text, "header": header, "rows": rows}
+    stem.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
+    if plot(rows, header, stem.with_suffix(".png")):
+        print(f"wrote {stem}.md, .json and .png", file=sys.stderr)
 
 
 if __name__ == "__main__":
