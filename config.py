@@ -4,6 +4,8 @@ MLIRC_STRICT=1       raise instead of falling back to eager for unsupported ops 
 MLIRC_DUMP_DIR=path  write each stage's IR of every compiled region under this folder
 MLIRC_VECTORIZE=0    turn off the CPU vectorization schedule (debugging aid)
 MLIRC_LIBRARY_GEMM=0 generate GEMM/conv kernels instead of calling torch.mm/bmm/conv2d
+MLIRC_PARALLEL_MIN_KIB=n  run a kernel on OpenMP threads when it moves at least n KiB
+                     (default 128; 0 = every kernel, -1 = never)
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Config:
     vectorize: bool = field(default_factory=lambda: _env_flag("MLIRC_VECTORIZE", True))
     library_gemm: bool = field(default_factory=lambda: _env_flag("MLIRC_LIBRARY_GEMM", True))
     vector_width_bytes: int = 32
+    parallel_min_kib: int = field(default_factory=lambda: int(os.environ.get("MLIRC_PARALLEL_MIN_KIB", "128")))
 
 
 config = Config()

@@ -19,11 +19,11 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func
 
+from mlirc.config import config
 from mlirc.passes.cpu_vectorize import PARALLEL_LOOP_ATTR, elem_bytes
 from mlirc.passes.registry import register_pass
 
 PARALLEL_ATTR = "mlirc.parallel"  # array<i64: lb, ub, step> of the chunked loop
-MIN_PARALLEL_BYTES = 128 * 1024  # below this, a fork/join costs more than it saves
 
 # Top-level ops that neither write memory nor escape a chunk (allocas are per call).
 OUTSIDE_LOOP_OK = frozenset(
@@ -116,7 +116,9 @@ def cpu_parallelize(module: ir.Operation) -> None:
         if kernel.is_external:
             continue
         found = _chunkable_loop(kernel)
-        if found is not None and _bytes_moved(kernel) >= MIN_PARALLEL_BYTES:
+        # Below config.parallel_min_kib a fork/join costs more than it saves.
+        threshold = config.parallel_min_kib
+        if found is not None and threshold >= 0 and _bytes_moved(kernel) >= threshold * 1024:
             _split(kernel, *found)
         _drop_marks(kernel.operation)
 
