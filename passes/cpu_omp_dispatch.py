@@ -8,8 +8,11 @@ thread computes its share of the loop's trips and runs the chunk on it.
 Why libgomp's GOMP_parallel: torch's CPU wheels run their own ops on libgomp, so
 our kernels share its thread team (no second pool spinning against torch's, as
 libomp's __kmpc_fork_call would bring), and the team size follows
-torch.set_num_threads() through omp_get_max_threads().  Threads are capped at the
-loop's trip count; nested inside another parallel region a kernel runs on one.
+torch.set_num_threads() (num_threads 0 = omp_get_max_threads()).  The team is
+never sized down to a short loop's trip count (threads past it get empty chunks):
+on a 16-core host, resizing libgomp's team between our kernels and torch's GEMMs
+made those GEMMs 2x slower.  Nested inside another parallel region a kernel runs
+on one thread.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from mlirc.passes.registry import register_pass
 RUNTIME = {
     "omp_get_num_threads": "llvm.func @omp_get_num_threads() -> i32",
     "omp_get_thread_num": "llvm.func @omp_get_thread_num() -> i32",
-    "omp_get_max_threads": "llvm.func @omp_get_max_threads() -> i32",
     "GOMP_parallel": "llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)",
 }
 
@@ -61,7 +63,7 @@ def _worker(name: str, num_args: int, lb: int, ub: int, step: int) -> str:
   }}"""
 
 
-def _dispatcher(name: str, num_args: int, trips: int, attrs: str) -> str:
+def _dispatcher(name: str, num_args: int, attrs: str) -> str:
     params = ", ".join(f"%a{i}: !llvm.ptr" for i in range(num_args))
     stores = "\n".join(
         f"    %p{i} = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
@@ -74,9 +76,7 @@ def _dispatcher(name: str, num_args: int, trips: int, attrs: str) -> str:
     %ctx = llvm.alloca %n x !llvm.ptr : (i64) -> !llvm.ptr
 {stores}
     %fn = llvm.mlir.addressof @{name}_worker : !llvm.ptr
-    %max = llvm.call @omp_get_max_threads() : () -> i32
-    %trips = llvm.mlir.constant({min(trips, 2**31 - 1)} : i32) : i32
-    %threads = llvm.intr.smin(%max, %trips) : (i32, i32) -> i32
+    %threads = llvm.mlir.constant(0 : i32) : i32
     %flags = llvm.mlir.constant(0 : i32) : i32
     llvm.call @GOMP_parallel(%fn, %ctx, %threads, %flags) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
     llvm.return
@@ -99,8 +99,7 @@ def cpu_omp_dispatch(module: ir.Operation) -> None:
         attrs = "{" + ", ".join(f"{k} = {v}" for k, v in kept.items()) + "}" if kept else "{}"
         # The snippet must verify alone: it declares the chunk, which the module defines.
         chunk_decl = f"  llvm.func @{name}_chunk({', '.join(['!llvm.ptr'] * num_args)}, i64, i64)"
-        trips = (ub - lb + step - 1) // step
-        text += [chunk_decl, _worker(name, num_args, lb, ub, step), _dispatcher(name, num_args, trips, attrs)]
+        text += [chunk_decl, _worker(name, num_args, lb, ub, step), _dispatcher(name, num_args, attrs)]
         kernel.erase()
     parsed = ir.Module.parse("module {\n" + "\n".join(text) + "\n}", module.context)
     defined = {ir.StringAttr(op.operation.attributes["sym_name"]).value for op in body.operations}
