@@ -296,5 +296,4 @@ def _write_results(folder: Path, machine_text: str, header: str, rows: list[dict
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
     main()

@@ -21,6 +21,7 @@ from mlir.dialects import arith, func
 
 from mlirc.config import config
 from mlirc.passes.cpu_vectorize import PARALLEL_LOOP_ATTR, elem_bytes
+from mlirc.passes.ir_utils import nested_ops, remap_operands
 from mlirc.passes.registry import register_pass
 
 PARALLEL_ATTR = "mlirc.parallel"  # array<i64: lb, ub, step> of the chunked loop
@@ -83,7 +84,7 @@ def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[int]) -> None:
     body = [op.operation for op in kernel.entry_block.operations]
     for o in body:
         clone = o.clone(ir.InsertionPoint(block))
-        _remap(clone, mapping)
+        remap_operands(clone, mapping)
         for old, new in zip(o.results, clone.results, strict=True):
             mapping[old] = new
         if o == loop:
@@ -96,16 +97,6 @@ def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[int]) -> None:
         func.CallOp([], ir.FlatSymbolRefAttr.get(f"{name}_chunk"), [*kernel.entry_block.arguments, lb, ub])
         func.ReturnOp([])
     kernel.attributes[PARALLEL_ATTR] = ir.DenseI64ArrayAttr.get(bounds)
-
-
-def _remap(op: ir.Operation, mapping: dict) -> None:
-    for i, v in enumerate(op.operands):
-        if v in mapping:
-            op.operands[i] = mapping[v]
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                _remap(inner.operation, mapping)
 
 
 @register_pass("mlirc-cpu-parallelize", "Split kernels' outermost parallel loop into chunks for OpenMP threads")
@@ -124,9 +115,6 @@ def cpu_parallelize(module: ir.Operation) -> None:
 
 
 def _drop_marks(op: ir.Operation) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                if PARALLEL_LOOP_ATTR in inner.operation.attributes:
-                    del inner.operation.attributes[PARALLEL_LOOP_ATTR]
-                _drop_marks(inner.operation)
+    for inner in nested_ops(op):
+        if PARALLEL_LOOP_ATTR in inner.attributes:
+            del inner.attributes[PARALLEL_LOOP_ATTR]

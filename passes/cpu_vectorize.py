@@ -16,6 +16,7 @@ from mlir import ir, passmanager
 
 from mlirc.config import config
 from mlirc.dialects import shapes
+from mlirc.passes.ir_utils import nested_ops
 from mlirc.passes.registry import register_pass
 
 SCHEDULE_ATTR = "mlirc.schedule"
@@ -312,17 +313,9 @@ def _reassociate_horizontal_reductions(module: ir.Operation) -> None:
     cycles per lane on every row's final reduction.
     """
     reassoc = ir.Attribute.parse("#arith.fastmath<reassoc>")
-
-    def walk(op: ir.Operation) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    o = inner.operation
-                    if o.name == "vector.reduction":
-                        o.attributes["fastmath"] = reassoc
-                    walk(o)
-
-    walk(module)
+    for op in nested_ops(module):
+        if op.name == "vector.reduction":
+            op.attributes["fastmath"] = reassoc
 
 
 def _linalg_ops(module: ir.Operation) -> list[ir.Operation]:

@@ -12,6 +12,7 @@ from mlir import ir
 from mlir.dialects import func, linalg
 
 from mlirc.passes import linalg_emit as le
+from mlirc.passes.ir_utils import remap_operands
 from mlirc.passes.registry import register_pass
 
 CLONEABLE = frozenset(
@@ -152,20 +153,10 @@ class _Outliner:
                 clones[v] = le.empty(t.shape, t.element_type)
             for op in members:
                 new = op.clone()
-                _remap(new, clones)
+                remap_operands(new, clones)
                 for old_r, new_r in zip(op.results, new.results, strict=False):
                     clones[old_r] = new_r
         return clones
-
-
-def _remap(op: ir.Operation, clones: dict) -> None:
-    for i, v in enumerate(op.operands):
-        if v in clones:
-            op.operands[i] = clones[v]
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                _remap(inner.operation, clones)
 
 
 @register_pass("mlirc-form-kernels", "Outline each fused linalg op (with its inits and views) into a kernel func")
