@@ -102,7 +102,11 @@ def load_dialect(context: ir.Context) -> None:
 
 
 def make_context() -> ir.Context:
-    """A new MLIR context with the mlirc dialect loaded; use it for all mlirc IR."""
+    """A new MLIR context with the mlirc dialect loaded; use it for all mlirc IR.
+
+    Triton's `tt` ops are generic ops of an unregistered dialect (mlirc.dialects.tt),
+    so the context allows those; mlirc-opt rejects any other unregistered op."""
     context = ir.Context()
+    context.allow_unregistered_dialects = True
     load_dialect(context)
     return context

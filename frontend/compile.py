@@ -96,23 +96,42 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None) -> Co
     module = FxImporter(context).import_graph(gm)
     stage_ir = {"mlirc": str(module)}
     _dump(name, "mlirc", stage_ir["mlirc"])
-    with context:
-        _run_stage(module, "linalg", name, stage_ir)
-        _run_stage(module, "kernels", name, stage_ir)
-        before = str(module)
-        try:
-            compiled = compile_kernels(module)
-        except PipelineError as err:
-            raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, "cpu")) from err
+    device = device or torch.device("cpu")
     outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
-    device = device or torch.device("cpu")
-    call, source = build_wrapper(module, compiled, result_dtypes, device)
+    with context:
+        _run_stage(module, "linalg", name, stage_ir)
+        _run_stage(module, "kernels", name, stage_ir)
+        if device.type == "cuda":
+            call, source, kernel_count = _build_gpu(module, name, stage_ir, result_dtypes, device)
+        else:
+            call, source, kernel_count = _build_cpu(module, name, result_dtypes, device)
     if any(n is None for n in outputs):
         call = _with_none_outputs(call, [n is None for n in outputs])
     constants = constant_inputs(gm)
     if constants:
         call = _with_constants(call, constants)
     _dump(name, "wrapper", source, ext="py")
-    return CompiledRegion(call, source, len(compiled.functions), stage_ir)
+    return CompiledRegion(call, source, kernel_count, stage_ir)
+
+
+def _build_cpu(module: ir.Module, name: str, result_dtypes: list, device: torch.device) -> tuple[Callable, str, int]:
+    before = str(module)
+    try:
+        compiled = compile_kernels(module)
+    except PipelineError as err:
+        raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, "cpu")) from err
+    call, source = build_wrapper(module, compiled, result_dtypes, device)
+    return call, source, len(compiled.functions)
+
+
+def _build_gpu(
+    module: ir.Module, name: str, stage_ir: dict[str, str], result_dtypes: list, device: torch.device
+) -> tuple[Callable, str, int]:
+    from mlirc.backends.gpu import compiler, runtime
+
+    _run_stage(module, "gpu", name, stage_ir)
+    launchers = compiler.compile_module(module)
+    call, source = runtime.build_wrapper(module, launchers, result_dtypes, device)
+    return call, source, len(launchers)

@@ -2,6 +2,7 @@
 
 mlirc      --mlirc-stage-linalg-->  linalg   --mlirc-stage-kernels-->  kernels
 kernels    --mlirc-stage-cpu-->     LLVM dialect (one module of kernels)
+kernels    --mlirc-stage-gpu-->     Triton TTIR (a nested module per kernel)
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_vectorize,
     form_kernels,
     fuse_elementwise,
+    gpu_lower_to_tt,
     lower_to_linalg,
     outline_library_calls,
     transpose_views,
@@ -65,11 +67,13 @@ CPU_TO_LLVM = [
     "mlirc-cpu-omp-dispatch",
 ]
 CPU = ["mlirc-cpu-vectorize", "mlirc-cpu-vector-math", *CPU_BUFFERIZE, *CPU_TO_LLVM]
+GPU = ["mlirc-gpu-lower-to-tt"]
 
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,
     "kernels": KERNELS,
     "cpu": CPU,
+    "gpu": GPU,
 }
 
 register_pipeline("mlirc-stage-linalg", "Stage: mlirc dialect -> linalg on tensors", LINALG)
@@ -80,3 +84,4 @@ register_pipeline(
     ["mlirc-cpu-vectorize", *CPU_BUFFERIZE],
 )
 register_pipeline("mlirc-stage-cpu", "Stage: a kernels module -> LLVM dialect for the host CPU", CPU)
+register_pipeline("mlirc-stage-gpu", "Stage: a kernels module -> Triton TTIR, one nested module per kernel", GPU)

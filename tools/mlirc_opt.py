@@ -13,7 +13,7 @@ import sys
 
 from mlir import ir
 
-from mlirc.dialects import make_context
+from mlirc.dialects import make_context, tt
 from mlirc.dialects.mlirc_dialect import irdl_source
 from mlirc.errors import MlircError
 from mlirc.passes import PASSES
@@ -61,6 +61,13 @@ def _located(message: str, filename: str, line_offset: int) -> str:
     )
 
 
+def _reject_unknown_ops(op: ir.Operation) -> None:
+    unknown = tt.unknown_ops(op)
+    if unknown:
+        first = unknown[0]
+        raise ValueError(f"{first.location}: error: unregistered operation '{first.name}' (only Triton's `tt` may be)")
+
+
 def _process(chunk: str, elements: list[str], args: argparse.Namespace, errors: list[str]) -> str | None:
     context = make_context()
     if args.print_ir_after_all:
@@ -75,6 +82,7 @@ def _process(chunk: str, elements: list[str], args: argparse.Namespace, errors: 
     with context, ir.Location.unknown():
         try:
             module = ir.Module.parse(chunk)
+            _reject_unknown_ops(module.operation)
             if elements:
                 pm = build_pass_manager(elements, context)
                 if args.print_ir_after_all:

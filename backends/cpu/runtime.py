@@ -69,6 +69,7 @@ class WrapperBuilder:
         self.lines.append(f"def call({', '.join(args)}):")
         for a in args:
             self.lines.append(f"    {a} = {a} if {a}.is_contiguous() else {a}.contiguous()")
+        self.prologue()
         ret = self.entry.entry_block.operations[len(self.entry.entry_block.operations) - 1]
         logical = {v: d for v, d in zip(ret.operands, self.result_dtypes, strict=False)}
         ops = [op.operation for op in self.entry.entry_block.operations]
@@ -109,8 +110,14 @@ class WrapperBuilder:
             self.emit_library_call(op, library, attrs, logical)
         else:
             outs = [self.allocate(r, logical) for r in op.results]
-            ptrs = ", ".join(f"{x}.data_ptr()" for x in [*(self.name(v) for v in op.operands), *outs])
-            self.lines.append(f"    kernels[{callee!r}]({ptrs})")
+            self.emit_kernel_call(callee, [*(self.name(v) for v in op.operands), *outs])
+
+    def prologue(self) -> None:
+        """Per-call setup before the first kernel (none on the CPU)."""
+
+    def emit_kernel_call(self, callee: str, buffers: list[str]) -> None:
+        ptrs = ", ".join(f"{x}.data_ptr()" for x in buffers)
+        self.lines.append(f"    kernels[{callee!r}]({ptrs})")
 
     def emit_library_call(self, op: ir.Operation, library: str, attrs: object, logical: dict) -> None:
         if library not in LIBRARY_CALLS:

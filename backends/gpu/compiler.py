@@ -1,0 +1,124 @@
+"""Compile the TTIR of a gpu-stage module with Triton and wrap each kernel in a launcher.
+
+Each kernel's nested module (mlirc-gpu-lower-to-tt) is printed in generic form to
+`<cache>/ttir/<hash>.ttir` and handed to `triton.compile`, which needs no GPU: the
+target names the architecture.  Triton caches the cubin on disk keyed by that
+file's text, the target and the options, so a second process compiles nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlir import ir
+from mlir.dialects import func
+
+from mlirc.errors import PipelineError
+from mlirc.passes.gpu_lower_to_tt import GRID_ATTR, TTIR_ATTR, WARPS_ATTR
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TritonKernel:
+    """One kernel's TTIR and launch, as the gpu stage left them."""
+
+    name: str
+    ttir: str
+    grid: tuple[int, int, int]
+    num_warps: int
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("MLIRC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "mlirc")
+    return Path(root)
+
+
+def triton_kernels(module: ir.Module) -> list[TritonKernel]:
+    nested = {
+        ir.StringAttr(op.attributes["sym_name"]).value: op
+        for op in module.body.operations
+        if op.operation.name == "builtin.module" and "sym_name" in op.attributes
+    }
+    kernels = []
+    for op in module.body.operations:
+        if not (isinstance(op, func.FuncOp) and TTIR_ATTR in op.attributes):
+            continue
+        ttir_module = nested.get(ir.StringAttr(op.attributes[TTIR_ATTR]).value)
+        if ttir_module is None:
+            raise PipelineError("mlirc-triton-compile", f"kernel @{op.sym_name.value} has no TTIR module")
+        text = ttir_module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+        grid = tuple(ir.DenseI64ArrayAttr(op.attributes[GRID_ATTR]))
+        warps = ir.IntegerAttr(op.attributes[WARPS_ATTR]).value
+        kernels.append(TritonKernel(op.sym_name.value, text, grid, warps))  # type: ignore[arg-type]
+    return kernels
+
+
+def ttir_file(kernel: TritonKernel) -> Path:
+    digest = hashlib.sha256(kernel.ttir.encode()).hexdigest()[:32]
+    path = cache_dir() / "ttir" / f"{kernel.name}-{digest}.ttir"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(kernel.ttir)
+        tmp.replace(path)  # atomic: concurrent compiles never read half a file
+    return path
+
+
+def compile_ttir(kernel: TritonKernel, target: object):
+    """Triton's CompiledKernel (cubin + metadata) for `kernel` on `target`."""
+    import triton
+
+    path = ttir_file(kernel)
+    try:
+        return triton.compile(
+            str(path), target=target, options={"num_warps": kernel.num_warps, "enable_fp_fusion": True}
+        )
+    except Exception as err:  # Triton raises bare RuntimeErrors from its passes
+        message = str(err).strip().splitlines()
+        raise PipelineError(
+            "triton.compile",
+            f"kernel @{kernel.name}: {message[-1] if message else err}",
+            f"python -c \"import triton; triton.compile('{path}', target=...)\"",
+        ) from err
+
+
+class Launcher:
+    """Launches one compiled kernel with its fixed grid on a given stream.
+
+    Calls Triton's generated launcher directly, without the per-call closure and
+    stream lookup of `CompiledKernel.__getitem__`: the wrapper passes the stream
+    it fetched once per graph call."""
+
+    __slots__ = ("name", "grid", "run", "function", "metadata", "compiled")
+
+    def __init__(self, name: str, compiled: object, grid: tuple[int, int, int]) -> None:
+        compiled._init_handles()  # type: ignore[attr-defined]
+        self.name = name
+        self.compiled = compiled  # owns the module handle
+        self.grid = grid
+        self.run = compiled.run  # type: ignore[attr-defined]
+        self.function = compiled.function  # type: ignore[attr-defined]
+        self.metadata = compiled.packed_metadata  # type: ignore[attr-defined]
+
+    def __call__(self, stream: int, *args: object) -> None:
+        gx, gy, gz = self.grid
+        if gx * gy * gz:
+            self.run(gx, gy, gz, stream, self.function, self.metadata, None, None, None, *args)
+
+
+def current_target() -> object:
+    import triton
+
+    return triton.runtime.driver.active.get_current_target()
+
+
+def compile_module(module: ir.Module, target: object | None = None) -> dict[str, Callable]:
+    """Launchers for every Triton kernel of a gpu-stage module (needs a GPU)."""
+    target = target or current_target()
+    return {k.name: Launcher(k.name, compile_ttir(k, target), k.grid) for k in triton_kernels(module)}

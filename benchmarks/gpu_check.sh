@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The GPU backend on the GPU host in one call: the GPU tests, then the GPU benchmarks,
+# a short table last.  The host has torch + Triton but no MLIR bindings and no package
+# index (../shared/device/README.md): the bindings come from .device/.
+#   bash benchmarks/gpu_check.sh [pytest -k expression]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p /tmp/site
+[ -d /tmp/site/mlir ] || tar -xJf .device/mlir-site-cp312.tar.xz -C /tmp/site
+ln -sfn "$PWD" /tmp/site/mlirc
+export PYTHONPATH=/tmp/site MLIRC_CACHE_DIR=/tmp/mlirc-cache
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
+python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_codegen.py ${1:+-k "$1"} 2>&1 | tail -40
+status=${PIPESTATUS[0]}
+if [ -f benchmarks/gpu_bench.py ]; then python3 benchmarks/gpu_bench.py "${OUT:-.}/gpu-results"; fi
+exit $status

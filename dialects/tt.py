@@ -1,0 +1,150 @@
+"""Builders for Triton's `tt` dialect as generic ops of an unregistered dialect.
+
+Our bindings do not know Triton's dialect, so its ops are built with
+`ir.Operation.create` in a context that allows unregistered dialects, and printed in
+generic form; Triton's parser reads that form back (as any MLIR parser does).  The
+attribute spellings follow what Triton prints for `@triton.jit` kernels, and hold for
+Triton 3.6 (GPU host) and 3.9 (CI).  Only `tt` may be unregistered: see
+`unknown_ops`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mlir import ir
+
+DIALECT = "tt"
+CACHE_NONE = 1  # tt.CacheModifier.NONE
+EVICT_NORMAL = 1  # tt.EvictionPolicy.NORMAL
+
+
+def unknown_ops(op: ir.Operation) -> list[ir.Operation]:
+    """Unregistered ops outside the `tt` dialect: misspelt or foreign ops that a
+    context allowing unregistered dialects would otherwise accept silently."""
+    from mlirc.passes.ir_utils import nested_ops
+
+    context = op.context
+    return [
+        inner
+        for inner in nested_ops(op)
+        if not inner.name.startswith(DIALECT + ".") and not context.is_registered_operation(inner.name)
+    ]
+
+
+def i32(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), value)
+
+
+def ptr_type(element: ir.Type) -> ir.Type:
+    return ir.Type.parse(f"!tt.ptr<{element}>")
+
+
+def tensor_type(shape: Sequence[int], element: ir.Type) -> ir.Type:
+    return ir.RankedTensorType.get(list(shape), element) if shape else element
+
+
+def shape_of(value: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(value.type).shape) if isinstance(value.type, ir.RankedTensorType) else []
+
+
+def element_of(value_or_type: ir.Value | ir.Type) -> ir.Type:
+    t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
+    return ir.RankedTensorType(t).element_type if isinstance(t, ir.RankedTensorType) else t
+
+
+def create(
+    name: str, operands: Sequence[ir.Value], results: Sequence[ir.Type], attrs: dict | None = None, regions: int = 0
+):
+    return ir.Operation.create(
+        name, results=list(results), operands=list(operands), attributes=attrs or {}, regions=regions
+    )
+
+
+def one(name: str, operands: Sequence[ir.Value], result: ir.Type, attrs: dict | None = None) -> ir.Value:
+    return create(name, operands, [result], attrs).results[0]
+
+
+def constant(attr: ir.Attribute, result: ir.Type) -> ir.Value:
+    return one("arith.constant", [], result, {"value": attr})
+
+
+def scalar_constant(value: float | int | bool, element: ir.Type) -> ir.Value:
+    if isinstance(element, ir.FloatType):
+        return constant(ir.FloatAttr.get(element, float(value)), element)
+    return constant(ir.IntegerAttr.get(element, int(value)), element)
+
+
+def program_id(axis: int) -> ir.Value:
+    return one("tt.get_program_id", [], ir.IntegerType.get_signless(32), {"axis": i32(axis)})
+
+
+def make_range(size: int) -> ir.Value:
+    result = ir.RankedTensorType.get([size], ir.IntegerType.get_signless(32))
+    return one("tt.make_range", [], result, {"start": i32(0), "end": i32(size)})
+
+
+def splat(value: ir.Value, shape: Sequence[int]) -> ir.Value:
+    return one("tt.splat", [value], tensor_type(shape, value.type))
+
+
+def expand_dims(value: ir.Value, axis: int) -> ir.Value:
+    shape = shape_of(value)
+    shape.insert(axis, 1)
+    return one("tt.expand_dims", [value], tensor_type(shape, element_of(value)), {"axis": i32(axis)})
+
+
+def broadcast(value: ir.Value, shape: Sequence[int]) -> ir.Value:
+    if shape_of(value) == list(shape):
+        return value
+    return one("tt.broadcast", [value], tensor_type(shape, element_of(value)))
+
+
+def addptr(pointers: ir.Value, offsets: ir.Value) -> ir.Value:
+    return one("tt.addptr", [pointers, offsets], pointers.type)
+
+
+def load(pointers: ir.Value, mask: ir.Value | None) -> ir.Value:
+    element = ir.Type.parse(str(element_of(pointers)).removeprefix("!tt.ptr<").removesuffix(">"))
+    segments = ir.DenseI32ArrayAttr.get([1, 1 if mask is not None else 0, 0])
+    attrs = {
+        "cache": i32(CACHE_NONE),
+        "evict": i32(EVICT_NORMAL),
+        "isVolatile": ir.BoolAttr.get(False),
+        "operandSegmentSizes": segments,
+    }
+    operands = [pointers] + ([mask] if mask is not None else [])
+    return one("tt.load", operands, tensor_type(shape_of(pointers), element), attrs)
+
+
+def store(pointers: ir.Value, value: ir.Value, mask: ir.Value | None) -> None:
+    operands = [pointers, value] + ([mask] if mask is not None else [])
+    create("tt.store", operands, [], {"cache": i32(CACHE_NONE), "evict": i32(EVICT_NORMAL)})
+
+
+def reduce(value: ir.Value, axis: int, combine: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
+    """`tt.reduce` along `axis`; `combine` builds the scalar combiner in its region."""
+    shape = shape_of(value)
+    del shape[axis]
+    element = element_of(value)
+    op = create("tt.reduce", [value], [tensor_type(shape, element)], {"axis": i32(axis)}, regions=1)
+    block = op.regions[0].blocks.append(element, element)
+    with ir.InsertionPoint(block):
+        create("tt.reduce.return", [combine(*block.arguments)], [])
+    return op.results[0]
+
+
+def func(name: str, arg_types: Sequence[ir.Type]) -> tuple[ir.Operation, ir.Block]:
+    ftype = ir.FunctionType.get(list(arg_types), [])
+    attrs = {
+        "sym_name": ir.StringAttr.get(name),
+        "function_type": ir.TypeAttr.get(ftype),
+        "sym_visibility": ir.StringAttr.get("public"),
+        "noinline": ir.BoolAttr.get(False),
+    }
+    op = create("tt.func", [], [], attrs, regions=1)
+    return op, op.regions[0].blocks.append(*arg_types)
+
+
+def ret() -> None:
+    create("tt.return", [], [])

@@ -1,0 +1,80 @@
+// RUN: mlirc-opt %s -p mlirc-gpu-lower-to-tt | FileCheck %s
+// RUN: mlirc-opt %s -p mlirc-stage-gpu --mlir-print-generic | FileCheck %s --check-prefix=GENERIC
+
+// Each kernel becomes a declaration with its launch, and its TTIR in a nested module.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// Pointwise: 1-D blocks of 256 over the 7x33 points; the row vector is read
+// through (flat % 33), the contiguous operands through the flat index itself.
+// CHECK-LABEL: func.func private @kernel_0(tensor<7x33xf32>, tensor<33xf32>) -> tensor<7x33xf32>
+// CHECK-SAME: mlirc.gpu.grid = array<i64: 1, 1, 1>, mlirc.gpu.num_warps = 1 : i64, mlirc.gpu.ttir = "kernel_0_ttir"
+func.func @kernel_0(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> tensor<7x33xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<7x33xf32>
+  %r = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<7x33xf32>, tensor<33xf32>) outs(%e : tensor<7x33xf32>) {
+  ^bb0(%a: f32, %c: f32, %out: f32):
+    %t = math.tanh %a : f32
+    %s = arith.addf %t, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<7x33xf32>
+  return %r : tensor<7x33xf32>
+}
+
+// Row max: [8 rows x 64] tiles, masked lanes hold -inf, one tt.reduce per row.
+// CHECK-LABEL: func.func private @kernel_1(tensor<7x33xf32>) -> tensor<7xf32>
+// CHECK-SAME: mlirc.gpu.grid = array<i64: 1, 1, 1>, mlirc.gpu.num_warps = 2 : i64
+func.func @kernel_1(%x: tensor<7x33xf32>) -> tensor<7xf32> attributes {mlirc.kernel} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<7xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<7xf32>) -> tensor<7xf32>
+  %r = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<7x33xf32>) outs(%f : tensor<7xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %m = arith.maximumf %a, %out : f32
+    linalg.yield %m : f32
+  } -> tensor<7xf32>
+  return %r : tensor<7xf32>
+}
+
+// The host entry is untouched: it still calls the (now declared) kernels.
+// CHECK-LABEL: func.func @main
+// CHECK: call @kernel_0
+// CHECK: call @kernel_1
+func.func @main(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> (tensor<7x33xf32>, tensor<7xf32>) attributes {mlirc.entry} {
+  %0 = call @kernel_0(%x, %b) : (tensor<7x33xf32>, tensor<33xf32>) -> tensor<7x33xf32>
+  %1 = call @kernel_1(%0) : (tensor<7x33xf32>) -> tensor<7xf32>
+  return %0, %1 : tensor<7x33xf32>, tensor<7xf32>
+}
+
+// CHECK-LABEL: module @kernel_0_ttir
+// CHECK: "tt.func"()
+// CHECK: ^bb0(%[[X:.*]]: !tt.ptr<f32>, %[[B:.*]]: !tt.ptr<f32>, %[[OUT:.*]]: !tt.ptr<f32>):
+// CHECK: %[[PID:.*]] = "tt.get_program_id"() {axis = 0 : i32}
+// CHECK: %[[LANES:.*]] = "tt.make_range"() {end = 256 : i32, start = 0 : i32} : () -> tensor<256xi32>
+// CHECK: %[[FLAT:.*]] = arith.addi %{{.*}}, %[[LANES]] : tensor<256xi32>
+// CHECK: %[[MASK:.*]] = arith.cmpi slt, %[[FLAT]], %{{.*}} : tensor<256xi32>
+// CHECK: %[[XP:.*]] = "tt.splat"(%[[X]])
+// CHECK: %[[XA:.*]] = "tt.addptr"(%[[XP]], %[[FLAT]])
+// CHECK: "tt.load"(%[[XA]], %[[MASK]])
+// CHECK: %[[COL:.*]] = arith.remsi %[[FLAT]]
+// CHECK: "tt.addptr"(%{{.*}}, %[[COL]])
+// CHECK: "tt.extern_elementwise"(%{{.*}}) {libname = "", libpath = "", pure = true, symbol = "__nv_tanhf"}
+// CHECK: arith.addf
+// CHECK: "tt.store"(%{{.*}}, %{{.*}}, %[[MASK]])
+// CHECK: "tt.return"()
+
+// CHECK-LABEL: module @kernel_1_ttir
+// CHECK: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[ACC0:.*]] = "tt.splat"(%{{.*}}) : (f32) -> tensor<8x64xf32>
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[ACC0]]) -> (tensor<8x64xf32>)
+// CHECK:   %[[V:.*]] = "tt.load"
+// CHECK:   %[[KEPT:.*]] = arith.select %{{.*}}, %[[V]], %{{.*}} : tensor<8x64xi1>, tensor<8x64xf32>
+// CHECK:   arith.maximumf %[[ACC]], %[[KEPT]] : tensor<8x64xf32>
+// CHECK: "tt.reduce"
+// CHECK:   arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK:   "tt.reduce.return"
+// CHECK: {axis = 1 : i32} : (tensor<8x64xf32>) -> tensor<8xf32>
+// CHECK: "tt.store"
+
+// GENERIC: "builtin.module"() <{sym_name = "kernel_0_ttir"}>
+// GENERIC: "tt.func"()
