@@ -36,6 +36,7 @@ from mlirc.passes.registry import register_pass
 
 PASS = "mlirc-gpu-lower-to-tt"
 TTIR_ATTR = "mlirc.gpu.ttir"
+ROWS_ATTR = "mlirc.gpu.rows"  # a row group's kernel (mlirc-gpu-fuse-rows): leading loop dims that are rows
 GRID_ATTR = "mlirc.gpu.grid"
 WARPS_ATTR = "mlirc.gpu.num_warps"
 
@@ -44,6 +45,7 @@ TILE_ELEMENTS = 4096  # register budget of a reduction tile
 KERNEL_PLUMBING = frozenset({"arith.constant", "tensor.empty", "linalg.fill", "linalg.generic", "func.return"})
 # Reshapes of contiguous buffers: the same memory, read through another shape.
 RESHAPES = frozenset({"tensor.collapse_shape", "tensor.expand_shape"})
+VIEWS = RESHAPES | {"tensor.extract_slice"}
 
 # Math ops Triton does not lower itself (checked against Triton 3.9 for sm_90): calls
 # into CUDA's libdevice, `__nv_<name>f` for f32 and `__nv_<name>` for f64.
@@ -96,10 +98,14 @@ def _is_half(t: ir.Type) -> bool:
 
 
 def scalar_constant(op: ir.Operation) -> ir.Value | None:
-    """A scalar arith.constant in its compute type (None for tensor constants)."""
+    """A scalar (or splat tensor) arith.constant as one scalar in its compute type;
+    None for other tensor constants."""
     attr, result_type = op.attributes["value"], op.results[0].type
     if isinstance(result_type, ir.ShapedType):
-        return None
+        dense = ir.DenseElementsAttr(attr) if isinstance(attr, ir.DenseElementsAttr) else None
+        if dense is None or not dense.is_splat:
+            return None
+        attr, result_type = dense.get_splat_value(), ir.ShapedType(result_type).element_type
     if isinstance(result_type, ir.IndexType):
         attr = ir.IntegerAttr.get(compute_type(result_type), ir.IntegerAttr(attr).value)
     elif _is_half(result_type):
@@ -177,6 +183,95 @@ def plan_tiles(generic: ir.Operation) -> TilePlan:
     return TilePlan(ranges, parallel, reduction, block_p, block_r, num_warps, biggest >= 2**31)
 
 
+def row_major(shape: list[int]) -> list[int]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return strides[::-1]
+
+
+@dataclass
+class Memory:
+    """Where a tensor's elements are: base pointer + offset + strides (in elements)."""
+
+    pointer: ir.Value
+    offset: int
+    shape: list[int]
+    strides: list[int]
+
+    @property
+    def contiguous(self) -> bool:
+        return all(a == b for a, b, n in zip(self.strides, row_major(self.shape), self.shape, strict=True) if n != 1)
+
+    def _expanded_strides(self, groups: list[list[int]], shape: list[int]) -> list[int]:
+        """Each source dim splits row-major into its group, scaled by its stride."""
+        strides = [0] * len(shape)
+        for source_dim, group in enumerate(groups):
+            sizes = [shape[d] for d in group]
+            for dim, stride in zip(group, _group_strides(self.strides[source_dim], sizes), strict=True):
+                strides[dim] = stride
+        return strides
+
+    def _collapsed_strides(self, groups: list[list[int]]) -> list[int] | None:
+        """A group merges when its (non-unit) dims are contiguous with each other."""
+        strides = []
+        for group in groups:
+            dims = [d for d in group if self.shape[d] != 1]
+            for outer, inner in zip(dims, dims[1:], strict=False):
+                if self.strides[outer] != self.strides[inner] * self.shape[inner]:
+                    return None
+            strides.append(self.strides[dims[-1]] if dims else 1)
+        return strides
+
+    def view(self, op: ir.Operation) -> Memory | None:
+        """The memory of a reshape or a static slice of this tensor (None: not a view)."""
+        shape = tt.shape_of(op.results[0])
+        if op.name in RESHAPES:
+            groups = [[ir.IntegerAttr(i).value for i in g] for g in ir.ArrayAttr(op.attributes["reassociation"])]
+            if op.name == "tensor.expand_shape":
+                return Memory(self.pointer, self.offset, shape, self._expanded_strides(groups, shape))
+            strides = self._collapsed_strides(groups)
+            return None if strides is None else Memory(self.pointer, self.offset, shape, strides)
+        offsets, steps, sizes = (
+            list(ir.DenseI64ArrayAttr(op.attributes[f"static_{k}"])) for k in ("offsets", "strides", "sizes")
+        )
+        if any(v < -(2**62) for v in offsets + steps + sizes):  # dynamic: ShapedType.kDynamic
+            return None
+        offset = self.offset + sum(o * st for o, st in zip(offsets, self.strides, strict=True))
+        strides = [st * step for st, step in zip(self.strides, steps, strict=True)]
+        kept = _kept_dims(sizes, shape)
+        return Memory(self.pointer, offset, shape, [strides[i] for i in kept])
+
+
+def _group_strides(outer_stride: int, sizes: list[int]) -> list[int]:
+    return [outer_stride * st for st in row_major(sizes)]
+
+
+def _kept_dims(sizes: list[int], shape: list[int]) -> list[int]:
+    """The slice dims a rank-reducing slice keeps.  Only unit dims are dropped, and
+    unit dims are interchangeable (their index is always 0), so the first ones go."""
+    extra, kept = len(sizes) - len(shape), []
+    for i, n in enumerate(sizes):
+        if extra > 0 and n == 1:
+            extra -= 1
+            continue
+        kept.append(i)
+    return kept
+
+
+def plan_rows(generics: list[ir.Operation], rows: int) -> TilePlan:
+    """One tile holds whole rows: BLOCK_R covers R, BLOCK_P fills the budget."""
+    ranges = loop_ranges(generics[0])
+    size_p, size_r = math.prod(ranges[:rows]), math.prod(ranges[rows:])
+    block_r = _next_pow2(size_r)
+    block_p = max(1, min(_next_pow2(size_p), TILE_ELEMENTS // block_r, 64))
+    operands = [v for g in generics for v in [*g.operands, *g.results]]
+    wide = max([math.prod(tt.shape_of(v)) for v in operands] + [1]) >= 2**31
+    warps = max(1, min(16, block_p * block_r // 256))
+    return TilePlan(ranges, list(range(rows)), list(range(rows, len(ranges))), block_p, block_r, warps, wide)
+
+
 @dataclass
 class Tiled:
     """A value inside the tt.func: `kind` says which tile axes it spans.
@@ -197,11 +292,11 @@ def _join(kinds: list[str]) -> str:
 class TileEmitter:
     """Emits the tt.func body for one generic under a TilePlan."""
 
-    def __init__(self, kernel: str, generic: ir.Operation, plan: TilePlan, pointers: dict, scalars: dict) -> None:
+    def __init__(self, kernel: str, generic: ir.Operation, plan: TilePlan, memory: dict, scalars: dict) -> None:
         self.kernel = kernel
         self.generic = generic
         self.plan = plan
-        self.pointers = pointers  # kernel arg / result value -> its !tt.ptr block arg
+        self.memory: dict[ir.Value, Memory] = memory  # tensors in memory: args, results, their views
         self.scalars = scalars  # values defined outside the generic -> Tiled (constants, fills)
         self.offset_type = ir.IntegerType.get_signless(64 if plan.wide_offsets else 32)
         self.i64 = ir.IntegerType.get_signless(64)
@@ -300,56 +395,61 @@ class TileEmitter:
                 return self.arith(name, self.affine(e.lhs), self.affine(e.rhs))
         raise _fail(self.kernel, f"indexing expression {expr} has no lowering")
 
-    def offsets(self, indices: list[Tiled], shape: list[int]) -> Tiled:
+    def offsets(self, indices: list[Tiled], memory: Memory) -> Tiled:
         total: Tiled | None = None
-        stride = 1
-        for index, size in reversed(list(zip(indices, shape, strict=True))):
-            if size != 1:
+        for index, stride in zip(indices, memory.strides, strict=True):
+            if stride != 0:
                 term = index if stride == 1 else self.arith("arith.muli", index, self.const(stride, self.offset_type))
                 total = term if total is None else self.arith("arith.addi", total, term)
-            stride *= size
         return total or self.const(0, self.offset_type)
 
-    def map_offsets(self, amap: ir.AffineMap, shape: list[int]) -> Tiled:
+    def map_offsets(self, amap: ir.AffineMap, memory: Memory) -> Tiled:
         """Offsets of an operand read through `amap`.  A trailing run of its dims that
-        is a suffix of the flattened P (or R) dims is the flat index itself (modulo
-        the run's size): Triton then sees contiguous addresses and vectorizes."""
-        items = [(e, s) for e, s in zip(amap.results, shape, strict=True) if s != 1]
+        is a suffix of the flattened P (or R) dims, laid out contiguously, is the flat
+        index itself (modulo the run's size): Triton then sees contiguous addresses
+        and vectorizes."""
+        items = [(e, n, st) for e, n, st in zip(amap.results, memory.shape, memory.strides, strict=True) if n != 1]
         runs = {k: [d for d in dims if self.plan.ranges[d] != 1] for k, dims in self.flat_dims.items()}
         total: Tiled | None = None
-        stride, i = 1, len(items)
+        i = len(items)
         while i > 0:
             kind, length = self.flat_run(items[:i], runs)
             if length:
-                size = math.prod(s for _, s in items[i - length : i])
+                size = math.prod(n for _, n, _ in items[i - length : i])
                 term = self.flat[kind]
                 if length < len(runs[kind]):
                     term = self.arith("arith.remsi", term, self.const(size, self.offset_type))
             else:
-                term, size, length = self.affine(items[i - 1][0]), items[i - 1][1], 1
+                term, length = self.affine(items[i - 1][0]), 1
+            stride = items[i - 1][2]
             if stride != 1:
                 term = self.arith("arith.muli", term, self.const(stride, self.offset_type))
             total = term if total is None else self.arith("arith.addi", total, term)
-            stride *= size
             i -= length
         return total or self.const(0, self.offset_type)
 
     def flat_run(self, items: list, runs: dict[str, list[int]]) -> tuple[str, int]:
-        """The longest tail of `items` whose dims are a suffix of a flattened index."""
+        """The longest contiguous tail of `items` whose dims are a suffix of a
+        flattened index."""
         for kind, dims in runs.items():
             length = 0
             while length < min(len(dims), len(items)):
-                expr, size = items[-1 - length]
+                expr, size, stride = items[-1 - length]
                 dim = dims[-1 - length]
                 if not isinstance(expr, ir.AffineDimExpr) or expr.position != dim or size != self.plan.ranges[dim]:
                     break
+                if length and stride != items[-length][2] * items[-length][1]:
+                    break  # not contiguous with the inner part of the run
                 length += 1
             if length:
                 return kind, length
         return "", 0
 
     def address(self, tensor: ir.Value, offsets: Tiled) -> ir.Value:
-        base = self.pointers[tensor]
+        memory = self.memory[tensor]
+        base = memory.pointer
+        if memory.offset:
+            base = tt.addptr(base, tt.scalar_constant(memory.offset, self.offset_type))
         if offsets.kind == "s":
             return tt.addptr(base, offsets.value)
         return tt.addptr(tt.splat(base, self.shape(offsets.kind)), offsets.value)
@@ -385,9 +485,9 @@ class TileEmitter:
     def read_operand(self, operand: ir.Value, amap: ir.AffineMap) -> Tiled:
         if operand in self.scalars:
             return self.scalars[operand]
-        if operand not in self.pointers:
+        if operand not in self.memory:
             raise _fail(self.kernel, "an operand of the generic is computed inside the kernel")
-        return self.load(operand, self.map_offsets(amap, tt.shape_of(operand)))
+        return self.load(operand, self.map_offsets(amap, self.memory[operand]))
 
     # --- the generic's body --------------------------------------------------------
     def lookup(self, values: dict, v: ir.Value) -> Tiled:
@@ -408,7 +508,12 @@ class TileEmitter:
             return [self.cast(self.lookup(values, op.operands[0]), to, signed=name == "arith.index_cast")]
         if name == "tensor.extract":  # a gather: indices computed in the body
             indices = [self.cast(self.lookup(values, v), self.offset_type) for v in list(op.operands)[1:]]
-            return [self.load(op.operands[0], self.offsets(indices, tt.shape_of(op.operands[0])))]
+            source = op.operands[0]
+            if source in self.scalars:  # a splat constant
+                return [self.scalars[source]]
+            if source not in self.memory:
+                raise _fail(self.kernel, "a gather from a tensor computed inside the kernel")
+            return [self.load(source, self.offsets(indices, self.memory[source]))]
         if len(op.regions):
             raise _fail(self.kernel, f"'{name}' in a generic's body has no Triton lowering")
         if name in LIBDEVICE:
@@ -478,13 +583,17 @@ class TileEmitter:
     def inputs(self) -> int:
         return ir.DenseI32ArrayAttr(self.generic.attributes["operandSegmentSizes"])[0]
 
-    def read_inputs(self) -> dict:
+    def read_inputs(self, held: dict | None = None) -> dict:
+        """The body's block args: loaded, or `held` in registers (a row group's
+        earlier results, read in place: mlirc-gpu-fuse-rows checked the maps)."""
         body = self.generic.regions[0].blocks[0]
         values = {}
         for i, (operand, amap) in enumerate(zip(self.generic.operands, self.maps(), strict=True)):
             arg = body.arguments[i]
-            if i < self.inputs() or any(True for _ in arg.uses):
-                if i >= self.inputs() and operand not in self.scalars and operand not in self.pointers:
+            if held and operand in held:
+                values[arg] = held[operand]
+            elif any(True for _ in arg.uses):  # a pooling window's input is only a shape
+                if i >= self.inputs() and operand not in self.scalars and operand not in self.memory:
                     raise _fail(self.kernel, "the body reads an uninitialised output")
                 values[arg] = self.read_operand(operand, amap)
         return values
@@ -504,7 +613,8 @@ class TileEmitter:
     def store_results(self, results: list[Tiled]) -> None:
         maps = self.maps()[self.inputs() :]
         for result, amap, value in zip(self.generic.results, maps, results, strict=True):
-            self.store(result, self.map_offsets(amap, tt.shape_of(result)), value)
+            if result in self.memory:  # a row group's intermediates stay in registers
+                self.store(result, self.map_offsets(amap, self.memory[result]), value)
 
     def emit_pointwise(self) -> None:
         self.start_rows()
@@ -558,15 +668,42 @@ class TileEmitter:
             kept = tt.one("arith.select", [self.mask("t"), value.value, self.to_kind(identity, "t")], select_type)
             acc = self.combine(combine, Tiled(block.arguments[1], "t"), Tiled(kept, "t"))
             tt.create("scf.yield", [acc.value], [])
-        rows = Tiled(
-            tt.reduce(loop.results[0], 1, lambda a, b: self.combine(combine, Tiled(a, "s"), Tiled(b, "s")).value), "p"
-        )
+        self.store_results([self.finish_rows(combine, loop.results[0])])
+
+    def finish_rows(self, combine: ir.Operation, tile: ir.Value) -> Tiled:
+        """Fold each row of the [BLOCK_P, BLOCK_R] tile, then into the output's init."""
+        rows = Tiled(tt.reduce(tile, 1, lambda a, b: self.combine(combine, Tiled(a, "s"), Tiled(b, "s")).value), "p")
         init = self.generic.operands[self.inputs()]
-        if init in self.pointers:
+        if init in self.memory:
             rows = self.combine(combine, self.read_operand(init, self.maps()[self.inputs()]), rows)
         elif init in self.scalars:
             rows = self.combine(combine, self.scalars[init], rows)
-        self.store_results([rows])
+        return rows
+
+    def emit_rows(self, generics: list[ir.Operation]) -> None:
+        """A row group (mlirc-gpu-fuse-rows): whole rows in one tile, every member
+        computed on it in registers; only the kernel's results are stored."""
+        self.start_rows()
+        flat_r = self.flat_index(tt.scalar_constant(0, self.offset_type), self.plan.block_r, "r")
+        self.masks["r"] = self.bound_mask(flat_r, self.plan.size_r)
+        self.flat["r"] = flat_r
+        self.unflatten(flat_r, self.plan.reduction)
+        held: dict = {}
+        for generic in generics:
+            self.generic = generic
+            values = self.read_inputs(held)
+            if any("reduction" in str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])):
+                combine, folded = self.combiner()
+                self.lower_body(values, skip=combine)
+                element = compute_type(tt.element_of(generic.results[0]))
+                identity = self.to_kind(self.identity(combine, element), "t")
+                value = self.to_kind(self.lookup(values, folded), "t")
+                kept = tt.one("arith.select", [self.mask("t"), value, identity], value.type)
+                results = [self.finish_rows(combine, kept)]
+            else:
+                results = self.lower_body(values)
+            held.update(zip(generic.results, results, strict=True))
+            self.store_results(results)
 
 
 def _pointer_type(value: ir.Value) -> ir.Type:
@@ -578,12 +715,25 @@ def _pointer_type(value: ir.Value) -> ir.Type:
 
 def _outer_scalars(kernel: str, ops: list[ir.Operation], emitter_scalars: dict) -> None:
     for op in ops:
-        if op.name == "arith.constant" and not isinstance(op.results[0].type, ir.ShapedType):
-            emitter_scalars[op.results[0]] = Tiled(scalar_constant(op), "s")
-        elif op.name == "linalg.fill":
+        if op.name == "arith.constant":
+            value = scalar_constant(op)
+            if value is not None:
+                emitter_scalars[op.results[0]] = Tiled(value, "s")
+        elif op.name == "linalg.fill" or is_fill(op):
             if op.operands[0] not in emitter_scalars:
                 raise _fail(kernel, "a fill of a non-constant value")
             emitter_scalars[op.results[0]] = emitter_scalars[op.operands[0]]
+
+
+def is_fill(op: ir.Operation) -> bool:
+    """linalg.fill, or the generic that linalg-generalize-named-ops makes of one."""
+    if op.name == "linalg.fill":
+        return True
+    if op.name != "linalg.generic" or len(op.operands) != 2 or isinstance(op.operands[0].type, ir.ShapedType):
+        return False
+    body = op.regions[0].blocks[0]
+    body_ops = list(body.operations)
+    return len(body_ops) == 1 and list(body_ops[0].operands) == [body.arguments[0]]
 
 
 def _reshape_aliases(ops: list[ir.Operation]) -> dict:
@@ -600,19 +750,23 @@ def _reshape_aliases(ops: list[ir.Operation]) -> dict:
 def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
     name = kernel.sym_name.value
     ops = [op.operation for op in kernel.entry_block.operations]
-    generics = [op for op in ops if op.name == "linalg.generic"]
-    unknown = sorted({op.name for op in ops if op.name not in KERNEL_PLUMBING | RESHAPES})
-    if unknown or len(generics) != 1:
+    generics = [op for op in ops if op.name == "linalg.generic" and not is_fill(op)]
+    unknown = sorted({op.name for op in ops if op.name not in KERNEL_PLUMBING | VIEWS})
+    rows = ir.IntegerAttr(kernel.attributes[ROWS_ATTR]).value if ROWS_ATTR in kernel.attributes else None
+    if unknown or not generics or (len(generics) > 1 and rows is None):
         what = ", ".join(unknown) if unknown else f"{len(generics)} linalg.generic ops"
         raise _fail(name, f"no Triton lowering for a kernel with {what}")
-    generic = generics[0]
+    generic = generics[-1]
     args = list(kernel.entry_block.arguments)
     results = list(ops[-1].operands)
-    memory = _reshape_aliases(ops)  # a reshaped value -> the buffer it reads or writes
-    stored = [memory.get(r, r) for r in results]
-    if sorted(stored, key=str) != sorted(generic.results, key=str) or len(set(stored)) != len(stored):
-        raise _fail(name, "a kernel must return exactly its generic's results (reshaped or not)")
-    plan = plan_tiles(generic)
+    returned = _reshape_aliases(ops)  # a returned reshape -> the generic result it is
+    stored = [returned.get(r, r) for r in results]
+    produced = [r for g in generics for r in g.results]
+    if any(v not in produced for v in stored) or len(set(stored)) != len(stored):
+        raise _fail(name, "a kernel must return its generics' results (reshaped or not)")
+    if rows is None and len(stored) != len(produced):
+        raise _fail(name, "a kernel must return all of its generic's results")
+    plan = plan_rows(generics, rows) if rows is not None else plan_tiles(generic)
     with ir.InsertionPoint(top):
         attrs = {"sym_name": ir.StringAttr.get(f"{name}_ttir")}
         module_op = tt.create("builtin.module", [], [], attrs, regions=1)
@@ -620,14 +774,25 @@ def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
     with ir.InsertionPoint(module_block):
         _, entry = tt.func(name, [_pointer_type(v) for v in [*args, *results]])
     with ir.InsertionPoint(entry):
-        pointers = dict(zip([*args, *stored], entry.arguments, strict=True))
-        for value, buffer in memory.items():
-            if buffer in pointers:
-                pointers.setdefault(value, pointers[buffer])
+        buffers = {
+            v: Memory(ptr, 0, tt.shape_of(v), row_major(tt.shape_of(v)))
+            for v, ptr in zip([*args, *stored], entry.arguments, strict=True)
+        }
+        for op in ops:  # views of the arguments: reshapes and static slices
+            if op.name in VIEWS and op.operands[0] in buffers:
+                view = buffers[op.operands[0]].view(op)
+                if view is None:
+                    raise _fail(name, f"'{op.name}' is not a static view of its operand's memory")
+                buffers[op.results[0]] = view
         scalars: dict = {}
         _outer_scalars(name, ops, scalars)
-        emitter = TileEmitter(name, generic, plan, pointers, scalars)
-        emitter.emit_reduction() if plan.reduction else emitter.emit_pointwise()
+        emitter = TileEmitter(name, generic, plan, buffers, scalars)
+        if rows is not None:
+            emitter.emit_rows(generics)
+        elif plan.reduction:
+            emitter.emit_reduction()
+        else:
+            emitter.emit_pointwise()
         tt.ret()
     _declare(kernel, plan, f"{name}_ttir")
 

@@ -15,6 +15,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_vectorize,
     form_kernels,
     fuse_elementwise,
+    gpu_fuse_rows,
     gpu_lower_to_tt,
     lower_to_linalg,
     outline_library_calls,
@@ -67,7 +68,9 @@ CPU_TO_LLVM = [
     "mlirc-cpu-omp-dispatch",
 ]
 CPU = ["mlirc-cpu-vectorize", "mlirc-cpu-vector-math", *CPU_BUFFERIZE, *CPU_TO_LLVM]
-GPU = ["mlirc-gpu-lower-to-tt"]
+# Named ops (pooling, non-library contractions) become generics: the tt lowering
+# tiles any generic, reading operands through their indexing maps.
+GPU = ["mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)", "mlirc-gpu-lower-to-tt"]
 
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,

@@ -106,3 +106,18 @@ def test_runs_on_the_current_stream():
     stream.synchronize()
     torch.testing.assert_close(y, x * 2 + 1)
     assert mlirc.stats().failed_regions == 0
+
+
+def test_row_group_keeps_outside_reads():
+    # the exponentials leave the fused softmax kernel (read again, transposed)
+    def fn(x, b):
+        e = torch.exp(x + b - (x + b).amax(-1, keepdim=True))
+        return e / e.sum(-1, keepdim=True), e.t() * 2
+
+    compile_and_compare(fn, cuda(37, 1000), cuda(1000))
+
+
+@pytest.mark.parametrize("shape", [(1, 8192), (3, 8193), (64, 4096), (1000, 17)])
+def test_row_group_sizes(shape):
+    # 8193 > one row tile: the reductions stay separate kernels
+    compile_and_compare(lambda x: F.layer_norm(torch.softmax(x, -1) * 3, x.shape[-1:]), cuda(*shape))

@@ -23,6 +23,7 @@ from mlirc.passes.pipelines import STAGES
 from mlirc.passes.registry import run_passes
 
 SM90 = GPUTarget("cuda", 90, 32)
+FUSED_ROWS = {"softmax", "layer_norm"}  # one kernel each (rows of 10007 are too long to fuse)
 
 CASES = {
     "pointwise": (lambda x, y: torch.sigmoid(x) * y + 1, [(7, 33), (33,)]),
@@ -72,7 +73,9 @@ def test_ttir_compiles_for_sm90(case, tmp_path, monkeypatch):
             module.operation.verify()
             kernels = triton_kernels(module)
         generated = text.count("attributes {mlirc.kernel}")
-        assert len(kernels) == generated
+        assert 1 <= len(kernels) <= generated  # row groups fuse several into one
+        if case in FUSED_ROWS:
+            assert len(kernels) == 1, [k.name for k in kernels]
         for kernel in kernels:
             compiled = compile_ttir(kernel, SM90)
             assert compiled.metadata.num_warps == kernel.num_warps

@@ -1,0 +1,179 @@
+"""Eager vs Inductor vs mlirc on CUDA: the models at GPU batch sizes and the GPU
+issue's microbenchmarks, in one process, one run.
+
+    python benchmarks/gpu_bench.py [out_dir] [--cases a,b] [--backends eager,mlirc]
+
+Times are medians of `triton.testing.do_bench` (CUDA events, L2 flushed between
+calls, after warm-up).  Bandwidths count each tensor read or written once.  The
+table goes to stdout (last) and, with out_dir, to out_dir/gpu-<device>.md/.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from models import MODELS, make_case  # noqa: E402
+
+import mlirc  # noqa: E402
+from mlirc.demo import chain  # noqa: E402
+
+GPU_BATCH = 8  # the CPU suite's batch x 8: GPU-sized work per call
+BACKENDS = ("eager", "inductor", "mlirc")
+
+
+def _bench_ms(fn: Callable, args: tuple) -> float:
+    from triton.testing import do_bench
+
+    return do_bench(lambda: fn(*args), warmup=25, rep=200, return_mode="median")
+
+
+def _max_error(actual: object, expected: object) -> float:
+    if isinstance(expected, torch.Tensor):
+        expected, actual = [expected], [actual]
+    worst = 0.0
+    for a, e in zip(actual, expected, strict=True):
+        if e.numel():
+            scale = max(1.0, e.double().abs().max().item())
+            worst = max(worst, ((a.double() - e.double()).abs().nan_to_num(0.0).max().item()) / scale)
+    return worst
+
+
+def _gpu_sized(name: str) -> tuple[Callable, tuple]:
+    fn, inputs = make_case(name)
+    inputs = tuple(x.repeat(GPU_BATCH, *[1] * (x.dim() - 1)).cuda() for x in inputs)
+    if isinstance(fn, torch.nn.Module):
+        fn = fn.cuda()
+    return fn, inputs
+
+
+def _micro_cases() -> dict[str, tuple[Callable, tuple, float]]:
+    """name -> (fn, args, bytes moved per call)"""
+    big = 8192 * 8192
+    x, y = torch.randn(8192, 8192, device="cuda"), torch.randn(8192, 8192, device="cuda")
+    rows = torch.randn(16384, 4096, device="cuda")
+    w, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    a16 = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b16 = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    return {
+        "copy_8192x8192": (lambda t: out.copy_(t), (x,), 2 * 4 * big),
+        "elementwise_chain_8192x8192": (chain, (x, y), 3 * 4 * big),
+        "softmax_16384x4096": (lambda t: torch.softmax(t, -1), (rows,), 2 * 4 * rows.numel()),
+        "layer_norm_16384x4096": (lambda t, w, b: F.layer_norm(t, (4096,), w, b), (rows, w, b), 2 * 4 * rows.numel()),
+        "bf16_mm_4096": (torch.mm, (a16, b16), 3 * 2 * 4096 * 4096),
+    }
+
+
+def run_case(name: str, fn: Callable, args: tuple, backends: list[str]) -> dict:
+    row: dict = {"case": name}
+    with torch.no_grad():
+        expected = fn(*args)
+        for backend in backends:
+            torch._dynamo.reset()
+            mlirc.reset_stats()
+            compiled = fn if backend == "eager" else torch.compile(fn, backend=backend)
+            start = time.perf_counter()
+            try:
+                result = compiled(*args)
+            except Exception as err:  # one backend failing must not hide the others
+                row[backend] = {"error": f"{type(err).__name__}: {str(err)[:120]}"}
+                continue
+            torch.cuda.synchronize()
+            entry = {"compile_s": time.perf_counter() - start, "ms": _bench_ms(compiled, args)}
+            entry["max_rel_error"] = _max_error(result, expected)
+            if backend == "mlirc":
+                entry["fallback_nodes"] = mlirc.stats().fallback_nodes
+                entry["failed_regions"] = mlirc.stats().failed_regions
+            row[backend] = entry
+    return row
+
+
+def _cell(row: dict, backend: str) -> str:
+    entry = row.get(backend)
+    if not entry:
+        return "-"
+    if "error" in entry:
+        return "error"
+    eager = row.get("eager", {}).get("ms")
+    speed = f" ({eager / entry['ms']:.2f}x)" if eager and backend != "eager" else ""
+    return f"{entry['ms']:.3f}{speed}"
+
+
+def table(rows: list[dict], backends: list[str], device: str) -> str:
+    lines = [f"GPU benchmarks on {device} (ms, median; speedup over eager)", ""]
+    lines.append("| case | " + " | ".join(backends) + " | mlirc err | mlirc fallback | mlirc compile s |")
+    lines.append("|---" * (len(backends) + 4) + "|")
+    for row in rows:
+        m = row.get("mlirc", {})
+        extra = [
+            f"{m['max_rel_error']:.1e}" if "max_rel_error" in m else "-",
+            str(m.get("fallback_nodes", "-")),
+            f"{m['compile_s']:.1f}" if "compile_s" in m else "-",
+        ]
+        lines.append(
+            f"| {row['case']} | " + " | ".join(_cell(row, b) for b in backends) + " | " + " | ".join(extra) + " |"
+        )
+    lines.append("")
+    for backend in backends[1:]:
+        ratios = [
+            r["eager"]["ms"] / r[backend]["ms"]
+            for r in rows
+            if r["case"] in MODELS and "ms" in r.get(backend, {}) and "ms" in r.get("eager", {})
+        ]
+        if ratios:
+            gmean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+            lines.append(f"geometric-mean speedup over eager, {len(ratios)} models: {backend} {gmean:.2f}x")
+    by_case = {r["case"]: r for r in rows}
+    copy = by_case.get("copy_8192x8192", {}).get("eager", {}).get("ms")
+    for name, traffic in (("elementwise_chain_8192x8192", 3 * 4 * 8192 * 8192),):
+        for backend in backends:
+            ms = by_case.get(name, {}).get(backend, {}).get("ms")
+            if ms and copy:
+                gbs, copy_gbs = traffic / ms / 1e6, 2 * 4 * 8192 * 8192 / copy / 1e6
+                lines.append(f"{name} {backend}: {gbs:.0f} GB/s = {gbs / copy_gbs:.0%} of copy ({copy_gbs:.0f} GB/s)")
+    mm = by_case.get("bf16_mm_4096", {})
+    if "ms" in mm.get("mlirc", {}) and "ms" in mm.get("eager", {}):
+        lines.append(f"bf16 4096^3 mm: mlirc at {mm['eager']['ms'] / mm['mlirc']['ms']:.0%} of torch.mm")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out_dir", nargs="?")
+    p.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    p.add_argument("--backends", default=",".join(BACKENDS))
+    args = p.parse_args()
+    backends = args.backends.split(",")
+    torch.manual_seed(0)
+    micro = _micro_cases()
+    names = args.cases.split(",") if args.cases else [*micro, *MODELS]
+    rows = []
+    for name in names:
+        fn, inputs = (micro[name][0], micro[name][1]) if name in micro else _gpu_sized(name)
+        run = ["eager"] if name.startswith("copy") else backends
+        rows.append(run_case(name, fn, inputs, run))
+        print(json.dumps(rows[-1]), flush=True)
+    device = torch.cuda.get_device_name()
+    text = table(rows, backends, device)
+    if args.out_dir:
+        out = Path(args.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = "gpu-" + re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
+        (out / f"{stem}.md").write_text(text + "\n")
+        (out / f"{stem}.json").write_text(json.dumps(rows, indent=1))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""mlirc-gpu-fuse-rows: consecutive kernels over the same rows become one kernel.
+
+Softmax leaves four kernels (row max, exp, row sum, divide) and layer norm three;
+each reads the whole tensor from memory again.  On a GPU one program can hold its
+rows in registers instead, when a row fits in a tile (Inductor's persistent
+reductions): then the group reads its inputs once and writes only the results
+that someone outside the group reads.
+
+A group is a run of consecutive calls whose kernels are one generic each, over the
+same rows P and row elements R: pointwise kernels over P x R, and reductions of
+R into P.  Inside the group a kernel may read an earlier member's result only in
+place -- a P x R tile through the identity map, a row vector through (P) -- which
+is what keeps it in registers.  The members are inlined into one kernel, which
+`mlirc-gpu-lower-to-tt` lowers as a whole (TileEmitter.emit_rows).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import func
+
+from mlirc.passes.gpu_lower_to_tt import KERNEL_PLUMBING, ROWS_ATTR, VIEWS, is_fill, loop_ranges
+from mlirc.passes.ir_utils import remap_operands
+from mlirc.passes.outline_library_calls import LIBRARY_ATTR
+from mlirc.passes.registry import register_pass
+
+MAX_ROW = 8192  # elements of a row that one program keeps in registers
+
+
+@dataclass(frozen=True)
+class RowShape:
+    """A kernel's loop ranges and how many of them (the leading ones) are rows."""
+
+    ranges: tuple[int, ...]
+    rows: int | None  # None: pointwise, any split fits
+
+
+def _generic(kernel: func.FuncOp) -> ir.Operation | None:
+    ops = [op.operation for op in kernel.entry_block.operations]
+    if any(op.name not in KERNEL_PLUMBING | VIEWS for op in ops):
+        return None
+    generics = [op for op in ops if op.name == "linalg.generic" and not is_fill(op)]
+    return generics[0] if len(generics) == 1 and len(generics[0].results) == 1 else None
+
+
+def row_shape(kernel: func.FuncOp) -> RowShape | None:
+    generic = _generic(kernel)
+    if generic is None:
+        return None
+    ranges = tuple(loop_ranges(generic))
+    iters = ["reduction" in str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])]
+    if not any(iters):
+        return RowShape(ranges, None)
+    rows = iters.index(True)
+    if any(not r for r in iters[rows:]) or rows == 0:
+        return None  # reductions over leading or interleaved dims are not row reductions
+    out_map = ir.AffineMapAttr(list(ir.ArrayAttr(generic.attributes["indexing_maps"]))[-1]).value
+    if [str(e) for e in out_map.results] != [f"d{i}" for i in range(rows)]:
+        return None
+    return RowShape(ranges, rows)
+
+
+def _map_reads_in_place(amap: ir.AffineMap, dims: int) -> bool:
+    return [str(e) for e in amap.results] == [f"d{i}" for i in range(dims)]
+
+
+class Grouper:
+    """Finds the groups among the entry's calls."""
+
+    def __init__(self, kernels: dict[str, func.FuncOp]) -> None:
+        self.kernels = kernels
+
+    def kernel_of(self, op: ir.Operation) -> func.FuncOp | None:
+        if op.name != "func.call":
+            return None
+        kernel = self.kernels.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        if kernel is None or LIBRARY_ATTR in kernel.attributes or "mlirc.kernel" not in kernel.attributes:
+            return None
+        return kernel
+
+    def fits(self, members: list[ir.Operation], call: ir.Operation, ranges: tuple, rows: int) -> bool:
+        """May `call` join `members` (rows split at `rows`)?"""
+        kernel = self.kernel_of(call)
+        shape = row_shape(kernel) if kernel is not None else None
+        if shape is None or shape.ranges != ranges or shape.rows not in (None, rows):
+            return False
+        produced = {r: self.kernel_of(m) for m in members for r in m.results}
+        generic = _generic(kernel)
+        args = list(kernel.entry_block.arguments)
+        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+        inputs = ir.DenseI32ArrayAttr(generic.attributes["operandSegmentSizes"])[0]
+        for operand, arg in zip(call.operands, args, strict=True):
+            if operand not in produced:
+                continue
+            uses = [(u.owner.operation, u.operand_number) for u in arg.uses]
+            producer_rows = row_shape(produced[operand]).rows
+            width = len(ranges) if producer_rows is None else rows
+            for owner, index in uses:  # only in place, as an input of the generic
+                if owner != generic or index >= inputs or not _map_reads_in_place(maps[index], width):
+                    return False
+        return True
+
+    def groups(self, calls: list[ir.Operation]) -> list[list[ir.Operation]]:
+        found, floor, i = [], 0, 0
+        while i < len(calls):
+            kernel = self.kernel_of(calls[i])
+            shape = row_shape(kernel) if kernel is not None else None
+            if shape is None or shape.rows is None or math.prod(shape.ranges[shape.rows :]) > MAX_ROW:
+                i += 1
+                continue
+            group = self.grow(calls, floor, i, shape)
+            if len(group) > 1:
+                found.append(group)
+                floor = calls.index(group[-1]) + 1
+            i = max(i + 1, floor)
+        return found
+
+    def grow(self, calls: list[ir.Operation], floor: int, at: int, shape: RowShape) -> list[ir.Operation]:
+        """The longest run around the reduction at `at`: pointwise producers before
+        it (back to `floor`), then every member that fits after it."""
+        start = at
+        while start > floor and self.fits([], calls[start - 1], shape.ranges, shape.rows):
+            start -= 1
+        group = [calls[at]]
+        for first in range(start, at + 1):
+            candidate = self.run(calls[first : at + 1], shape)
+            if candidate is not None:
+                group = candidate
+                break
+        end = at + 1
+        while end < len(calls) and self.fits(group, calls[end], shape.ranges, shape.rows):
+            group.append(calls[end])
+            end += 1
+        return group
+
+    def run(self, calls: list[ir.Operation], shape: RowShape) -> list[ir.Operation] | None:
+        group = [calls[0]]
+        for call in calls[1:]:
+            if not self.fits(group, call, shape.ranges, shape.rows):
+                return None
+            group.append(call)
+        return group
+
+
+def _fuse(group: list[ir.Operation], kernels: dict[str, func.FuncOp], rows: int, name: str) -> None:
+    members = set(group)
+    produced = {r for m in group for r in m.results}
+    inputs = list(dict.fromkeys(v for m in group for v in m.operands if v not in produced))
+    outputs = [r for m in group for r in m.results if any(u.owner.operation not in members for u in r.uses)]
+    anchor = kernels[ir.FlatSymbolRefAttr(group[0].attributes["callee"]).value]
+    with ir.InsertionPoint(anchor), anchor.location:
+        fused = func.FuncOp(name, ([v.type for v in inputs], [v.type for v in outputs]))
+    fused.attributes["mlirc.kernel"] = ir.UnitAttr.get()
+    fused.attributes[ROWS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rows)
+    block = fused.add_entry_block()
+    value_of = dict(zip(inputs, block.arguments, strict=True))
+    for call in group:
+        kernel = kernels[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
+        mapping = {arg: value_of[v] for arg, v in zip(kernel.entry_block.arguments, call.operands, strict=True)}
+        for op in kernel.entry_block.operations:
+            op = op.operation
+            if op.name == "func.return":
+                value_of.update(zip(call.results, [mapping[v] for v in op.operands], strict=True))
+                continue
+            clone = op.clone(ir.InsertionPoint(block))
+            remap_operands(clone, mapping)
+            mapping.update(zip(op.results, clone.results, strict=True))
+    with ir.InsertionPoint(block), anchor.location:
+        func.ReturnOp([value_of[v] for v in outputs])
+    last = group[-1]
+    with ir.InsertionPoint(last), last.location:
+        call = func.CallOp([v.type for v in outputs], ir.FlatSymbolRefAttr.get(name), inputs)
+    for old, new in zip(outputs, call.results, strict=True):
+        old.replace_all_uses_with(new)
+    for member in reversed(group):
+        member.erase()
+
+
+@register_pass("mlirc-gpu-fuse-rows", "GPU: fuse consecutive kernels over the same rows into one kernel")
+def gpu_fuse_rows(module: ir.Operation) -> None:
+    top = module.regions[0].blocks[0]
+    kernels = {op.sym_name.value: op for op in top.operations if isinstance(op, func.FuncOp)}
+    grouper = Grouper(kernels)
+    count = 0
+    for entry in [op for op in top.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes]:
+        calls = [op.operation for op in entry.entry_block.operations]
+        for group in grouper.groups(calls):
+            rows = next(row_shape(grouper.kernel_of(c)).rows for c in group if row_shape(grouper.kernel_of(c)).rows)
+            _fuse(group, kernels, rows, f"rows_{count}")
+            count += 1
+    called = _callees(top)
+    for name, kernel in kernels.items():
+        if name not in called and "mlirc.kernel" in kernel.attributes:
+            kernel.erase()
+
+
+def _callees(top: ir.Block) -> set[str]:
+    names = set()
+    for op in top.operations:
+        if isinstance(op, func.FuncOp) and len(op.regions[0].blocks):
+            for inner in op.entry_block.operations:
+                if inner.operation.name == "func.call":
+                    names.add(ir.FlatSymbolRefAttr(inner.operation.attributes["callee"]).value)
+    return names
