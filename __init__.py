@@ -14,13 +14,13 @@ from mlirc.frontend.stats import CompileStats, explain, reset_stats, stats
 __version__ = "0.1.0"
 
 
-def mlirc_backend(gm: Any, example_inputs: list) -> Any:
+def mlirc_backend(gm: Any, example_inputs: list, mode: str | None = None, options: dict | None = None) -> Any:
     """The Dynamo backend.  MLIR loads on the first compile, not on `import mlirc`:
     importing stays cheap, and a process can import mlirc beside another MLIR-based
     package (IREE's bindings cannot share a process with ours)."""
     from mlirc.frontend.backend import mlirc_backend as backend
 
-    return backend(gm, example_inputs)
+    return backend(gm, example_inputs, mode=mode, options=options)
 
 
 def _register_backend() -> None:

@@ -176,6 +176,17 @@ def _chain() -> Case:
     return chain, (torch.randn(1024, 1024), torch.randn(1024, 1024))
 
 
+class MaskedEncoder(nn.Module):
+    """An encoder layer with a key-padding mask (a module, so .cuda() moves it)."""
+
+    def __init__(self, layer: nn.Module) -> None:
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.layer(x, src_key_padding_mask=mask)
+
+
 def _encoder(with_mask: bool) -> Callable[[], Case]:
     def make() -> Case:
         layer = nn.TransformerEncoderLayer(64, 4, batch_first=True).eval()
@@ -184,11 +195,7 @@ def _encoder(with_mask: bool) -> Callable[[], Case]:
             return layer, (x,)
         mask = torch.zeros(8, 128, dtype=torch.bool)
         mask[:, 100:] = True
-
-        def masked(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-            return layer(x, src_key_padding_mask=mask)
-
-        return masked, (x, mask)
+        return MaskedEncoder(layer), (x, mask)
 
     return make
 

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from collections.abc import Callable, Sequence
@@ -74,10 +75,21 @@ def _output_is_single(gm: fx.GraphModule) -> bool:
     return not isinstance(out, (tuple, list))
 
 
-def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+# torch.compile's modes, as Inductor reads them; a mode that does not apply to the
+# device (CUDA graphs on a CPU) is accepted and has no effect there.
+MODES = frozenset({"default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"})
+CUDA_GRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
+
+
+def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], mode: str = "default") -> Callable:
     """An AOTAutograd fw/bw compiler: a callable with the graph's semantics, taking
     its arguments boxed (one list), which is the convention AOTAutograd expects."""
-    return make_boxed_func(_compile_fx_graph(gm, example_inputs))
+    fn = _compile_fx_graph(gm, example_inputs)
+    if mode in CUDA_GRAPH_MODES and _device_of(example_inputs).type == "cuda":
+        from mlirc.backends.gpu.cudagraphs import CudaGraphed
+
+        fn = CudaGraphed(fn)
+    return make_boxed_func(fn)
 
 
 def _compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
@@ -112,10 +124,18 @@ def _compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Call
     return split
 
 
-def mlirc_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
-    """The Dynamo backend entry point."""
+def mlirc_backend(
+    gm: fx.GraphModule, example_inputs: Sequence[Any], mode: str | None = None, options: dict | None = None
+) -> Callable:
+    """The Dynamo backend entry point; `mode` is torch.compile's (see MODES)."""
+    mode = mode or "default"
+    if mode not in MODES:
+        raise MlircError(f"mlirc: unknown torch.compile mode {mode!r}; expected one of {sorted(MODES)}")
+    if options:
+        raise MlircError(f"mlirc: torch.compile options are not supported: {sorted(options)}")
+    compiler = functools.partial(compile_fx_graph, mode=mode)
     return aot_autograd(
-        fw_compiler=compile_fx_graph,
-        bw_compiler=compile_fx_graph,
+        fw_compiler=compiler,
+        bw_compiler=compiler,
         decompositions=decomposition_table(),
-    )(gm, example_inputs, **kwargs)
+    )(gm, example_inputs)
