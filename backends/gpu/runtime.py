@@ -1,5 +1,11 @@
-"""The GPU host wrapper: the CPU wrapper's code with Triton launches on the caller's
-current CUDA stream (fetched once per call, as Inductor's wrapper does)."""
+"""The GPU host wrapper: the shared wrapper code (mlirc.backends.host_wrapper) with
+Triton launches on the caller's current CUDA stream, fetched once per call as
+Inductor's wrapper does.
+
+Each launch line calls Triton's launcher with the kernel's grid, function handle
+and metadata bound as constants of the generated code, so a launch costs one
+Python call; kernels with an empty grid (0-size tensors) are left out entirely.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,9 @@ import torch
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.backends.cpu.runtime import WrapperBuilder
+from mlirc.backends.gpu.compiler import Launcher
+from mlirc.backends.host_wrapper import WrapperBuilder, wrapper_scope
+from mlirc.passes.gpu_lower_to_tt import GRID_ATTR
 
 
 class GpuWrapperBuilder(WrapperBuilder):
@@ -17,22 +25,41 @@ class GpuWrapperBuilder(WrapperBuilder):
         self.lines.append("    stream = get_stream(device_index)")
 
     def emit_kernel_call(self, callee: str, buffers: list[str]) -> None:
-        self.lines.append(f"    kernels[{callee!r}](stream, {', '.join(buffers)})")
+        gx, gy, gz = ir.DenseI64ArrayAttr(self.kernels[callee].attributes[GRID_ATTR])
+        if gx * gy * gz == 0:
+            return
+        k = f"k_{callee}"
+        self.lines.append(
+            f"    {k}.run({gx}, {gy}, {gz}, stream, {k}.function, {k}.metadata, None, None, None, {', '.join(buffers)})"
+        )
+
+
+def _on_device(call: Callable, index: int) -> Callable:
+    """Allocation and launches go to the current device: switch to the graph's
+    device for a call made while another one is current."""
+    get_device = torch._C._cuda_getDevice
+
+    def call_on_device(*args: torch.Tensor) -> tuple:
+        if get_device() == index:
+            return call(*args)
+        with torch.cuda.device(index):
+            return call(*args)
+
+    return call_on_device
 
 
 def build_wrapper(
-    module: ir.Module, launchers: dict[str, Callable], result_dtypes: list[torch.dtype], device: torch.device
+    module: ir.Module, launchers: dict[str, Launcher], result_dtypes: list[torch.dtype], device: torch.device
 ) -> tuple[Callable, str]:
     entry = next(op for op in module.body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes)
     kernels = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
     source = GpuWrapperBuilder(entry, result_dtypes, kernels).build()
     index = device.index if device.index is not None else torch.cuda.current_device()
     scope = {
-        "torch": torch,
-        "kernels": launchers,
-        "device": torch.device("cuda", index),
+        **wrapper_scope(torch.device("cuda", index)),
+        **{f"k_{name}": launcher for name, launcher in launchers.items()},
         "device_index": index,
         "get_stream": torch._C._cuda_getCurrentRawStream,
     }
     exec(compile(source, "<mlirc-gpu-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
-    return scope["call"], source
+    return _on_device(scope["call"], index), source

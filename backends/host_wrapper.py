@@ -1,0 +1,290 @@
+"""The host wrapper: Python code generated once per graph that allocates buffers and
+calls the kernels in order (Inductor's wrapper code plays the same part).
+
+Everything a call does in Python is paid on every call, so the wrapper is planned
+at build time, not at run time:
+
+* Layouts are known statically (arguments are made contiguous on entry), so views
+  (reshapes, slices, permutes) are built by `reinterpret_tensor` with sizes and
+  strides worked out once on meta tensors, not by torch's view ops, which check
+  and compute them again per call.
+* A buffer whose last user has run is handed to the next allocation of the same
+  dtype and size (`buf7 = buf3`) rather than freed and allocated again; a buffer
+  no later allocation wants is deleted at its last use, as eager frees it.
+  Storage is pooled only when no view of it is still alive.
+* Allocations skip the dispatcher (`empty_strided_<device>`), as Inductor's do.
+
+Device specifics (stream, launch) are the subclasses' hooks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import torch
+from mlir import ir
+from mlir.dialects import func
+
+from mlirc.dialects import shapes
+from mlirc.errors import PipelineError
+from mlirc.passes.outline_library_calls import LIBRARY_ARGS_ATTR, LIBRARY_ATTR
+from mlirc.passes.transpose_views import PERM_ATTR
+
+# Library kernels (mlirc-outline-library-calls) as host code: `{0}`, `{1}` are the
+# call's operands, `{out}` its result, other fields the op's attributes.  GEMMs write
+# into a buffer allocated like any kernel result; a convolution returns its own.
+LIBRARY_CALLS = {
+    "mm": "torch.mm({0}, {1}, out={out})",
+    "bmm": "torch.bmm({0}, {1}, out={out})",
+    "conv2d": "{out} = torch.conv2d({0}, {1}, None, {stride}, {padding}, {dilation}, {groups}).contiguous()",
+}
+ALLOCATES_OWN_RESULT = frozenset({"conv2d"})
+
+# Storage element types (bools are i8 bytes, same layout as torch.bool).
+_STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
+
+
+def _dtype(t: ir.Type, logical: torch.dtype | None) -> torch.dtype:
+    if logical is not None:
+        return logical
+    return _STORAGE_TO_TORCH[str(ir.ShapedType(t).element_type)]
+
+
+def _python_value(attr: ir.Attribute) -> object:
+    if isinstance(attr, ir.DenseI64ArrayAttr):
+        return list(attr)
+    if isinstance(attr, ir.IntegerAttr):
+        return attr.value
+    raise PipelineError("mlirc-host-wrapper", f"library argument {attr} has no Python form")
+
+
+def contiguous_strides(shape: list[int]) -> list[int]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return strides[::-1]
+
+
+def wrapper_scope(device: torch.device) -> dict:
+    """Names the generated code uses, bound once: the fast allocator and view maker
+    where this torch has them (Inductor's), torch's public ones otherwise."""
+    guards = getattr(torch._C._dynamo, "guards", None)
+    fast_empty = getattr(guards, f"_empty_strided_{device.type}", None)
+    if fast_empty is None or device.type not in ("cpu", "cuda"):
+
+        def fast_empty(size: tuple, stride: tuple, dtype: torch.dtype) -> torch.Tensor:
+            return torch.empty_strided(size, stride, dtype=dtype, device=device)
+
+    reinterpret = getattr(guards, "_reinterpret_tensor", None)
+    if reinterpret is None:
+
+        def reinterpret(x: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.Tensor:
+            return x.as_strided(size, stride, x.storage_offset() + offset)
+
+    return {"torch": torch, "device": device, "empty_strided": fast_empty, "reinterpret_tensor": reinterpret}
+
+
+class _Free:
+    """A `del` line decided later: dropped if the buffer is reused after all."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.reused = False
+
+    def __str__(self) -> str:
+        return "" if self.reused else f"    del {self.name}"
+
+
+class WrapperBuilder:
+    """Turns the entry func of a kernels-stage module into Python source."""
+
+    def __init__(
+        self, entry: func.FuncOp, result_dtypes: list[torch.dtype], kernels: dict[str, func.FuncOp] | None = None
+    ) -> None:
+        self.entry = entry
+        self.kernels = kernels or {}  # name -> kernel func, for library-call attributes
+        self.result_dtypes = result_dtypes
+        self.names: dict[object, str] = {}
+        self.lines: list[str | _Free] = []
+        self.meta: dict[str, torch.Tensor] = {}  # name -> its layout, as a meta tensor
+        self.root: dict[str, str] = {}  # name -> the name that owns its storage
+        self.aliases: defaultdict[str, int] = defaultdict(int)  # root -> live names on it
+        self.poolable: set[str] = set()  # roots this wrapper allocated
+        self.pool: defaultdict[tuple, list[tuple[str, _Free]]] = defaultdict(list)
+
+    def name(self, value: ir.Value) -> str:
+        return self.names[value]
+
+    def fresh(self, value: ir.Value, prefix: str = "buf") -> str:
+        n = f"{prefix}{len(self.names)}"
+        self.names[value] = n
+        return n
+
+    def build(self) -> str:
+        args = [self.fresh(a, "arg") for a in self.entry.entry_block.arguments]
+        self.lines.append(f"def call({', '.join(args)}):")
+        for a, value in zip(args, self.entry.entry_block.arguments, strict=True):
+            self.lines.append(f"    {a} = {a} if {a}.is_contiguous() else {a}.contiguous()")
+            self._own(a, torch.empty(shapes.shape_of(value), dtype=_dtype(value.type, None), device="meta"))
+        self.prologue()
+        ret = self.entry.entry_block.operations[len(self.entry.entry_block.operations) - 1]
+        logical = {v: d for v, d in zip(ret.operands, self.result_dtypes, strict=False)}
+        ops = [op.operation for op in self.entry.entry_block.operations]
+        last_use = {v: i for i, op in enumerate(ops) for v in op.operands}
+        for i, op in enumerate(ops):
+            self.emit(op, logical)
+            self.free_after(op, i, last_use)
+        return "\n".join(text for text in map(str, self.lines) if text)
+
+    # -- storage bookkeeping ------------------------------------------------------------
+
+    def _own(self, name: str, meta: torch.Tensor) -> None:
+        self.meta[name], self.root[name] = meta, name
+        self.aliases[name] += 1
+
+    def _alias(self, name: str, source: str, meta: torch.Tensor | None) -> None:
+        self.root[name] = self.root[source]
+        self.aliases[self.root[name]] += 1
+        if meta is not None:
+            self.meta[name] = meta
+
+    def free_after(self, op: ir.Operation, index: int, last_use: dict) -> None:
+        """Release values at their last use (eager's memory behaviour: a buffer is
+        reused while still in cache instead of every buffer living to the end)."""
+        if op.name == "func.return":
+            return
+        dead = []
+        for v in dict.fromkeys(op.operands):
+            name = self.names.get(v, "")
+            if last_use.get(v) != index or name.startswith("arg") or name not in self.root:
+                continue
+            root = self.root[name]
+            if name != root:
+                dead.append(name)
+            self.aliases[root] -= 1
+            if self.aliases[root] == 0:
+                self._release(root, dead)
+        if dead:
+            self.lines.append(f"    del {', '.join(dead)}")
+
+    def _release(self, root: str, dead: list[str]) -> None:
+        meta = self.meta.get(root)
+        if root in self.poolable and meta is not None:
+            free = _Free(root)
+            self.lines.append(free)
+            self.pool[(meta.dtype, meta.numel())].append((root, free))
+        else:
+            dead.append(root)
+
+    def allocate(self, value: ir.Value, logical: dict) -> str:
+        n = self.fresh(value)
+        dtype, shape = _dtype(value.type, logical.get(value)), list(shapes.shape_of(value))
+        strides = contiguous_strides(shape)
+        candidates = self.pool.get((dtype, math.prod(shape)))
+        if candidates:
+            same = [c for c in candidates if list(self.meta[c[0]].shape) == shape]
+            old, free = (same or candidates)[-1]
+            candidates.remove((old, free))
+            free.reused = True
+            if same:
+                self.lines.append(f"    {n} = {old}; del {old}")
+            else:
+                self.lines.append(
+                    f"    {n} = reinterpret_tensor({old}, {tuple(shape)}, {tuple(strides)}, 0); del {old}"
+                )
+        else:
+            self.lines.append(f"    {n} = empty_strided({tuple(shape)}, {tuple(strides)}, {dtype})")
+        self._own(n, torch.empty_strided(shape, strides, dtype=dtype, device="meta"))
+        self.poolable.add(n)
+        return n
+
+    # -- views ----------------------------------------------------------------------------
+
+    def emit_view(self, result: ir.Value, source: str, make_view, fallback: str) -> None:
+        """`result` as a view of `source`: reinterpret_tensor with the layout `make_view`
+        gives on the source's meta tensor, or `fallback` (torch's own op) where the
+        layout is unknown or torch would copy."""
+        n = self.fresh(result, "view")
+        meta = self.meta.get(source)
+        try:
+            view = make_view(meta) if meta is not None else None
+        except RuntimeError:  # not expressible as a view: torch copies
+            view = None
+        if view is None:
+            self.lines.append(f"    {n} = {source}{fallback}")
+            self._alias(n, source, None)
+            return
+        offset = view.storage_offset() - meta.storage_offset()
+        self.lines.append(
+            f"    {n} = reinterpret_tensor({source}, {tuple(view.shape)}, {tuple(view.stride())}, {offset})"
+        )
+        self._alias(n, source, view)
+
+    def emit_call(self, op: ir.Operation, logical: dict) -> None:
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        attrs = self.kernels[callee].attributes if callee in self.kernels else {}
+        library = ir.StringAttr(attrs[LIBRARY_ATTR]).value if LIBRARY_ATTR in attrs else None
+        if library == "permute":  # a view, see mlirc-transpose-views
+            perm = list(ir.DenseI64ArrayAttr(attrs[PERM_ATTR]))
+            self.emit_view(op.results[0], self.name(op.operands[0]), lambda m: m.permute(perm), f".permute({perm})")
+        elif library is not None:
+            self.emit_library_call(op, library, attrs, logical)
+        else:
+            outs = [self.allocate(r, logical) for r in op.results]
+            self.emit_kernel_call(callee, [*(self.name(v) for v in op.operands), *outs])
+
+    def prologue(self) -> None:
+        """Per-call setup before the first kernel (none on the CPU)."""
+
+    def emit_kernel_call(self, callee: str, buffers: list[str]) -> None:
+        ptrs = ", ".join(f"{x}.data_ptr()" for x in buffers)
+        self.lines.append(f"    kernels[{callee!r}]({ptrs})")
+
+    def emit_library_call(self, op: ir.Operation, library: str, attrs: object, logical: dict) -> None:
+        if library not in LIBRARY_CALLS:
+            raise PipelineError("mlirc-host-wrapper", f"unknown library kernel '{library}'")
+        args = ir.DictAttr(attrs[LIBRARY_ARGS_ATTR]) if LIBRARY_ARGS_ATTR in attrs else {}
+        fields = {a.name: _python_value(a.attr) for a in args}
+        operands = [self.name(v) for v in op.operands]
+        if library in ALLOCATES_OWN_RESULT:
+            result = op.results[0]
+            out = self.fresh(result)
+            shape = list(shapes.shape_of(result))
+            dtype = _dtype(result.type, logical.get(result))
+            self._own(out, torch.empty(shape, dtype=dtype, device="meta"))
+            self.poolable.add(out)
+        else:
+            out = self.allocate(op.results[0], logical)
+        self.lines.append("    " + LIBRARY_CALLS[library].format(*operands, out=out, **fields))
+
+    def emit_slice(self, op: ir.Operation) -> None:
+        offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+        strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+        shape = list(shapes.shape_of(op.results[0]))
+        index = tuple(slice(o, o + s * st, st) for o, s, st in zip(offsets, sizes, strides, strict=True))
+        text = ", ".join(f"{o}:{o + s * st}:{st}" for o, s, st in zip(offsets, sizes, strides, strict=True))
+        # A rank-reducing slice drops unit dims: a view of the slice in its new shape.
+        drop = f".reshape({shape})" if len(shape) != len(sizes) else ""
+        self.emit_view(op.results[0], self.name(op.operands[0]), lambda m: m[index].view(shape), f"[{text}]{drop}")
+
+    def emit(self, op: ir.Operation, logical: dict) -> None:
+        if op.name == "func.call":
+            self.emit_call(op, logical)
+        elif op.name == "tensor.empty":  # a 0-size result: nothing to compute
+            self.allocate(op.results[0], logical)
+        elif op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+            shape = list(shapes.shape_of(op.results[0]))
+            self.emit_view(op.results[0], self.name(op.operands[0]), lambda m: m.view(shape), f".view({shape})")
+        elif op.name == "tensor.extract_slice":
+            self.emit_slice(op)
+        elif op.name == "func.return":
+            outs = ", ".join(
+                self.name(v) + (".view(torch.bool)" if d == torch.bool else "")
+                for v, d in zip(op.operands, self.result_dtypes, strict=False)
+            )
+            self.lines.append(f"    return ({outs}{',' if len(op.operands) == 1 else ''})")
+        else:
+            raise PipelineError("mlirc-host-wrapper", f"op {op.name} cannot run on the host")
