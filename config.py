@@ -4,6 +4,9 @@ MLIRC_STRICT=1       raise instead of falling back to eager for unsupported ops 
 MLIRC_DUMP_DIR=path  write each stage's IR of every compiled region under this folder
 MLIRC_VECTORIZE=0    turn off the CPU vectorization schedule (debugging aid)
 MLIRC_LIBRARY_GEMM=0 generate GEMM/conv kernels instead of calling torch.mm/bmm/conv2d
+MLIRC_GPU_GEMM=mode  GPU GEMMs: "auto" (cuBLAS where it wins, see passes/gpu_matmul.py),
+                     "generated" (tt.dot kernels with fused epilogues) or "extern" (cuBLAS)
+MLIRC_GPU_GEMM_TILE=BM,BN,BK,W,S  tiles of generated GEMMs (block sizes, warps, stages)
 MLIRC_PARALLEL_MIN_KIB=n  run a kernel on OpenMP threads when it moves at least n KiB
                      (default 128; 0 = every kernel, -1 = never)
 """
@@ -28,6 +31,14 @@ class Config:
     vectorize: bool = field(default_factory=lambda: _env_flag("MLIRC_VECTORIZE", True))
     library_gemm: bool = field(default_factory=lambda: _env_flag("MLIRC_LIBRARY_GEMM", True))
     vector_width_bytes: int = 32
+    gpu_gemm: str = field(default_factory=lambda: os.environ.get("MLIRC_GPU_GEMM", "auto"))
+    gpu_gemm_tile: tuple[int, ...] | None = field(
+        default_factory=lambda: (
+            tuple(int(v) for v in os.environ["MLIRC_GPU_GEMM_TILE"].split(","))
+            if os.environ.get("MLIRC_GPU_GEMM_TILE")
+            else None
+        )
+    )
     parallel_min_kib: int = field(default_factory=lambda: int(os.environ.get("MLIRC_PARALLEL_MIN_KIB", "128")))
 
 

@@ -126,7 +126,7 @@ class WrapperBuilder:
         args = [self.fresh(a, "arg") for a in self.entry.entry_block.arguments]
         self.lines.append(f"def call({', '.join(args)}):")
         for a, value in zip(args, self.entry.entry_block.arguments, strict=True):
-            self.lines.append(f"    {a} = {a} if {a}.is_contiguous() else {a}.contiguous()")
+            self.lines.append(self.entry_arg(a))
             self._own(a, torch.empty(shapes.shape_of(value), dtype=_dtype(value.type, None), device="meta"))
         self.prologue()
         ret = self.entry.entry_block.operations[len(self.entry.entry_block.operations) - 1]
@@ -234,6 +234,16 @@ class WrapperBuilder:
         else:
             outs = [self.allocate(r, logical) for r in op.results]
             self.emit_kernel_call(callee, [*(self.name(v) for v in op.operands), *outs])
+
+    def entry_arg(self, a: str) -> str:
+        """The argument as kernels read it: dense, row-major."""
+        return f"    {a} = {a} if {a}.is_contiguous() else {a}.contiguous()"
+
+    def aligned(self, name: str, alignment: int) -> bool:
+        """Is the value's first byte `alignment`-aligned, given that every storage
+        root is (allocations are; arguments, where entry_arg makes them so)?"""
+        meta = self.meta.get(name)
+        return meta is not None and meta.storage_offset() * meta.element_size() % alignment == 0
 
     def prologue(self) -> None:
         """Per-call setup before the first kernel (none on the CPU)."""

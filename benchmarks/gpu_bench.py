@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from models import MODELS, make_case  # noqa: E402
 
 import mlirc  # noqa: E402
+from mlirc.config import config  # noqa: E402
 from mlirc.demo import chain  # noqa: E402
 
 GPU_BATCH = 8  # the CPU suite's batch x 8: GPU-sized work per call
@@ -68,13 +69,21 @@ def _micro_cases() -> dict[str, tuple[Callable, tuple, float]]:
     a16 = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     b16 = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     out = torch.empty_like(x)
+    xs16, w16, bias16 = (
+        torch.randn(*s, device="cuda", dtype=torch.bfloat16) for s in ((8192, 4096), (4096, 4096), (4096,))
+    )
     return {
         "copy_8192x8192": (lambda t: out.copy_(t), (x,), 2 * 4 * big),
         "elementwise_chain_8192x8192": (chain, (x, y), 3 * 4 * big),
         "softmax_16384x4096": (lambda t: torch.softmax(t, -1), (rows,), 2 * 4 * rows.numel()),
         "layer_norm_16384x4096": (lambda t, w, b: F.layer_norm(t, (4096,), w, b), (rows, w, b), 2 * 4 * rows.numel()),
         "bf16_mm_4096": (torch.mm, (a16, b16), 3 * 2 * 4096 * 4096),
+        "bf16_linear_gelu_8192x4096": (lambda x, w, b: F.gelu(F.linear(x, w, b)), (xs16, w16, bias16), 0),
     }
+
+
+# micro cases run again with mlirc's GEMMs forced to generated tt.dot kernels
+GENERATED_GEMM = {"bf16_mm_4096_tt": "bf16_mm_4096"}
 
 
 def run_case(name: str, fn: Callable, args: tuple, backends: list[str], mode: str | None = None) -> dict:
@@ -148,9 +157,11 @@ def table(rows: list[dict], backends: list[str], device: str) -> str:
             if ms and copy:
                 gbs, copy_gbs = traffic / ms / 1e6, 2 * 4 * 8192 * 8192 / copy / 1e6
                 lines.append(f"{name} {backend}: {gbs:.0f} GB/s = {gbs / copy_gbs:.0%} of copy ({copy_gbs:.0f} GB/s)")
-    mm = by_case.get("bf16_mm_4096", {})
-    if "ms" in mm.get("mlirc", {}) and "ms" in mm.get("eager", {}):
-        lines.append(f"bf16 4096^3 mm: mlirc at {mm['eager']['ms'] / mm['mlirc']['ms']:.0%} of torch.mm")
+    torch_mm = by_case.get("bf16_mm_4096", {}).get("eager", {}).get("ms")
+    for name, how in (("bf16_mm_4096", "auto: cuBLAS"), ("bf16_mm_4096_tt", "generated tt.dot")):
+        ms = by_case.get(name, {}).get("mlirc", {}).get("ms")
+        if ms and torch_mm:
+            lines.append(f"bf16 4096^3 mm, mlirc ({how}): {torch_mm / ms:.0%} of torch.mm")
     return "\n".join(lines)
 
 
@@ -165,12 +176,14 @@ def main() -> None:
     # as benchmarks/run.py: eager and the compilers run the same (standard) attention
     torch.backends.mha.set_fastpath_enabled(False)
     micro = _micro_cases()
-    names = args.cases.split(",") if args.cases else [*micro, *MODELS, *REDUCE_OVERHEAD]
+    names = args.cases.split(",") if args.cases else [*micro, *GENERATED_GEMM, *MODELS, *REDUCE_OVERHEAD]
     rows = []
     for name in names:
         base, _, mode = name.partition("@")
-        fn, inputs = (micro[base][0], micro[base][1]) if base in micro else _gpu_sized(base)
+        source = GENERATED_GEMM.get(base, base)
+        fn, inputs = (micro[source][0], micro[source][1]) if source in micro else _gpu_sized(base)
         run = ["eager"] if base.startswith("copy") else backends
+        config.gpu_gemm = "generated" if base in GENERATED_GEMM else "auto"
         rows.append(run_case(base, fn, inputs, run, mode or None))
         print(json.dumps(rows[-1]), flush=True)
     device = torch.cuda.get_device_name()

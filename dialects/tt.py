@@ -17,6 +17,8 @@ from mlir import ir
 DIALECT = "tt"
 CACHE_NONE = 1  # tt.CacheModifier.NONE
 EVICT_NORMAL = 1  # tt.EvictionPolicy.NORMAL
+ALIGNMENT = 16  # bytes: kernel pointer arguments are promised this alignment
+TF32, IEEE = 0, 2  # tt.InputPrecision: how tt.dot multiplies f32 inputs
 
 
 def unknown_ops(op: ir.Operation) -> list[ir.Operation]:
@@ -104,22 +106,29 @@ def addptr(pointers: ir.Value, offsets: ir.Value) -> ir.Value:
     return one("tt.addptr", [pointers, offsets], pointers.type)
 
 
-def load(pointers: ir.Value, mask: ir.Value | None) -> ir.Value:
+def load(pointers: ir.Value, mask: ir.Value | None, other: ir.Value | None = None) -> ir.Value:
+    """Masked-off lanes read `other` (a tensor like the result), else are undefined."""
     element = ir.Type.parse(str(element_of(pointers)).removeprefix("!tt.ptr<").removesuffix(">"))
-    segments = ir.DenseI32ArrayAttr.get([1, 1 if mask is not None else 0, 0])
+    segments = ir.DenseI32ArrayAttr.get([1, 1 if mask is not None else 0, 1 if other is not None else 0])
     attrs = {
         "cache": i32(CACHE_NONE),
         "evict": i32(EVICT_NORMAL),
         "isVolatile": ir.BoolAttr.get(False),
         "operandSegmentSizes": segments,
     }
-    operands = [pointers] + ([mask] if mask is not None else [])
+    operands = [pointers] + ([mask] if mask is not None else []) + ([other] if other is not None else [])
     return one("tt.load", operands, tensor_type(shape_of(pointers), element), attrs)
 
 
 def store(pointers: ir.Value, value: ir.Value, mask: ir.Value | None) -> None:
     operands = [pointers, value] + ([mask] if mask is not None else [])
     create("tt.store", operands, [], {"cache": i32(CACHE_NONE), "evict": i32(EVICT_NORMAL)})
+
+
+def dot(a: ir.Value, b: ir.Value, acc: ir.Value, precision: int) -> ir.Value:
+    """acc + a @ b on tensor cores; `precision` is an INPUT_PRECISION value (f32 inputs)."""
+    attrs = {"inputPrecision": i32(precision), "maxNumImpreciseAcc": i32(0)}
+    return one("tt.dot", [a, b, acc], acc.type, attrs)
 
 
 def reduce(value: ir.Value, axis: int, combine: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
@@ -134,7 +143,9 @@ def reduce(value: ir.Value, axis: int, combine: Callable[[ir.Value, ir.Value], i
     return op.results[0]
 
 
-def func(name: str, arg_types: Sequence[ir.Type]) -> tuple[ir.Operation, ir.Block]:
+def func(name: str, arg_types: Sequence[ir.Type], aligned: bool = False) -> tuple[ir.Operation, ir.Block]:
+    """A `tt.func`; `aligned`: every argument is a pointer 16-byte aligned (what
+    @triton.jit specializes on), which lets loads vectorize and tt.dot pipeline."""
     ftype = ir.FunctionType.get(list(arg_types), [])
     attrs = {
         "sym_name": ir.StringAttr.get(name),
@@ -142,6 +153,9 @@ def func(name: str, arg_types: Sequence[ir.Type]) -> tuple[ir.Operation, ir.Bloc
         "sym_visibility": ir.StringAttr.get("public"),
         "noinline": ir.BoolAttr.get(False),
     }
+    if aligned:
+        divisible = ir.DictAttr.get({"tt.divisibility": i32(ALIGNMENT)})
+        attrs["arg_attrs"] = ir.ArrayAttr.get([divisible] * len(arg_types))
     op = create("tt.func", [], [], attrs, regions=1)
     return op, op.regions[0].blocks.append(*arg_types)
 

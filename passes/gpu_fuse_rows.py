@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.passes.gpu_lower_to_tt import KERNEL_PLUMBING, ROWS_ATTR, VIEWS, is_fill, loop_ranges
-from mlirc.passes.ir_utils import remap_operands
+from mlirc.passes.gpu_lower_to_tt import KERNEL_PLUMBING, ROWS_ATTR, is_fill
+from mlirc.passes.gpu_tiles import VIEWS, loop_ranges
+from mlirc.passes.ir_utils import erase_uncalled_kernels, fuse_calls
 from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 from mlirc.passes.registry import register_pass
 
@@ -145,40 +146,6 @@ class Grouper:
         return group
 
 
-def _fuse(group: list[ir.Operation], kernels: dict[str, func.FuncOp], rows: int, name: str) -> None:
-    members = set(group)
-    produced = {r for m in group for r in m.results}
-    inputs = list(dict.fromkeys(v for m in group for v in m.operands if v not in produced))
-    outputs = [r for m in group for r in m.results if any(u.owner.operation not in members for u in r.uses)]
-    anchor = kernels[ir.FlatSymbolRefAttr(group[0].attributes["callee"]).value]
-    with ir.InsertionPoint(anchor), anchor.location:
-        fused = func.FuncOp(name, ([v.type for v in inputs], [v.type for v in outputs]))
-    fused.attributes["mlirc.kernel"] = ir.UnitAttr.get()
-    fused.attributes[ROWS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rows)
-    block = fused.add_entry_block()
-    value_of = dict(zip(inputs, block.arguments, strict=True))
-    for call in group:
-        kernel = kernels[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
-        mapping = {arg: value_of[v] for arg, v in zip(kernel.entry_block.arguments, call.operands, strict=True)}
-        for op in kernel.entry_block.operations:
-            op = op.operation
-            if op.name == "func.return":
-                value_of.update(zip(call.results, [mapping[v] for v in op.operands], strict=True))
-                continue
-            clone = op.clone(ir.InsertionPoint(block))
-            remap_operands(clone, mapping)
-            mapping.update(zip(op.results, clone.results, strict=True))
-    with ir.InsertionPoint(block), anchor.location:
-        func.ReturnOp([value_of[v] for v in outputs])
-    last = group[-1]
-    with ir.InsertionPoint(last), last.location:
-        call = func.CallOp([v.type for v in outputs], ir.FlatSymbolRefAttr.get(name), inputs)
-    for old, new in zip(outputs, call.results, strict=True):
-        old.replace_all_uses_with(new)
-    for member in reversed(group):
-        member.erase()
-
-
 @register_pass("mlirc-gpu-fuse-rows", "GPU: fuse consecutive kernels over the same rows into one kernel")
 def gpu_fuse_rows(module: ir.Operation) -> None:
     top = module.regions[0].blocks[0]
@@ -189,19 +156,7 @@ def gpu_fuse_rows(module: ir.Operation) -> None:
         calls = [op.operation for op in entry.entry_block.operations]
         for group in grouper.groups(calls):
             rows = next(row_shape(grouper.kernel_of(c)).rows for c in group if row_shape(grouper.kernel_of(c)).rows)
-            _fuse(group, kernels, rows, f"rows_{count}")
+            fused = fuse_calls(group, kernels, f"rows_{count}")
+            fused.attributes[ROWS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rows)
             count += 1
-    called = _callees(top)
-    for name, kernel in kernels.items():
-        if name not in called and "mlirc.kernel" in kernel.attributes:
-            kernel.erase()
-
-
-def _callees(top: ir.Block) -> set[str]:
-    names = set()
-    for op in top.operations:
-        if isinstance(op, func.FuncOp) and len(op.regions[0].blocks):
-            for inner in op.entry_block.operations:
-                if inner.operation.name == "func.call":
-                    names.add(ir.FlatSymbolRefAttr(inner.operation.attributes["callee"]).value)
-    return names
+    erase_uncalled_kernels(top, kernels)

@@ -1,24 +1,15 @@
 """mlirc-gpu-lower-to-tt: each kernel becomes a Triton `tt.func` (TTIR).
 
 After kernel formation a kernel is one `linalg.generic` (with a fill as its init
-when it reduces).  Its iteration space is split into the parallel dims P and the
-reduction dims R, each flattened; a program (one Triton block) computes
-
-* pointwise: BLOCK_P consecutive points of P, as a 1-D tile;
-* reductions: BLOCK_P rows as a [BLOCK_P, BLOCK_R] tile that walks R in steps of
-  BLOCK_R, folding each step into the tile (masked lanes get the combiner's
-  identity), then one `tt.reduce` per row.  A row that fits in one tile is read
-  once (the loop has one trip), as Inductor's persistent reductions do.
-
-Operands are read through their indexing maps over row-major offsets, so
-broadcasts, transposes and row vectors (a softmax's max per row) need no copies: a
-value that depends only on P is loaded as a 1-D [BLOCK_P] tile and broadcast when
-it meets the 2-D tile.
+when it reduces), a row group of them (mlirc-gpu-fuse-rows), or a GEMM with its
+epilogue (mlirc-gpu-matmul).  Tiling and the emitted tile code are in
+passes/gpu_tiles.py, the GEMM's `tt.dot` loop in passes/gpu_matmul_tt.py.
 
 The `tt.func` lands in a nested module `@<kernel>_ttir`; the kernel func becomes a
-declaration carrying the launch: `mlirc.gpu.ttir` (the module), `mlirc.gpu.grid`
-and `mlirc.gpu.num_warps`.  The host still calls the declaration, so the entry
-function is unchanged and the output is a valid `mlirc-opt` input.
+declaration carrying the launch: `mlirc.gpu.ttir` (the module), `mlirc.gpu.grid`,
+`mlirc.gpu.num_warps` (and `mlirc.gpu.num_stages` for pipelined loops).  The host
+still calls the declaration, so the entry function is unchanged and the output is
+a valid `mlirc-opt` input.
 """
 
 from __future__ import annotations
@@ -30,680 +21,39 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import tt
-from mlirc.errors import PipelineError
+from mlirc.passes.gpu_matmul_tt import (
+    Contraction,
+    MatmulEmitter,
+    MatmulPlan,
+    check_operands,
+    find_contraction,
+    plan_matmul,
+)
+from mlirc.passes.gpu_tiles import (
+    PASS,
+    RESHAPES,
+    VIEWS,
+    Memory,
+    Tiled,
+    TileEmitter,
+    TilePlan,
+    _fail,
+    plan_rows,
+    plan_tiles,
+    row_major,
+    scalar_constant,
+)
 from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 from mlirc.passes.registry import register_pass
 
-PASS = "mlirc-gpu-lower-to-tt"
 TTIR_ATTR = "mlirc.gpu.ttir"
 ROWS_ATTR = "mlirc.gpu.rows"  # a row group's kernel (mlirc-gpu-fuse-rows): leading loop dims that are rows
 GRID_ATTR = "mlirc.gpu.grid"
 WARPS_ATTR = "mlirc.gpu.num_warps"
-
-POINTWISE_BLOCK = 1024  # as Inductor's large pointwise kernels: 4 warps x 8 elements per thread
-TILE_ELEMENTS = 4096  # register budget of a reduction tile
+STAGES_ATTR = "mlirc.gpu.num_stages"
+# a GEMM kernel's tiles, set by mlirc-gpu-matmul or by hand: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages
+TILE_ATTR = "mlirc.gpu.tile"
 KERNEL_PLUMBING = frozenset({"arith.constant", "tensor.empty", "linalg.fill", "linalg.generic", "func.return"})
-# Reshapes of contiguous buffers: the same memory, read through another shape.
-RESHAPES = frozenset({"tensor.collapse_shape", "tensor.expand_shape"})
-VIEWS = RESHAPES | {"tensor.extract_slice"}
-
-# Math ops Triton does not lower itself (checked against Triton 3.9 for sm_90): calls
-# into CUDA's libdevice, `__nv_<name>f` for f32 and `__nv_<name>` for f64.
-LIBDEVICE = {
-    **{f"math.{n}": n for n in "atan cbrt cosh sinh tan tanh erfc expm1 log10 log1p round trunc".split()},
-    **{f"math.{n}": n for n in "acos asin acosh asinh atanh atan2 copysign".split()},
-    "math.roundeven": "rint",
-    "math.powf": "pow",
-}
-
-_INF = float("inf")
-# The combiner's identity: what masked lanes hold, so they never change a row's result.
-FLOAT_IDENTITY = {
-    "arith.addf": 0.0,
-    "arith.mulf": 1.0,
-    "arith.maximumf": -_INF,
-    "arith.maxnumf": -_INF,
-    "arith.minimumf": _INF,
-    "arith.minnumf": _INF,
-}
-INT_IDENTITY = {  # width -> value
-    "arith.addi": lambda w: 0,
-    "arith.ori": lambda w: 0,
-    "arith.xori": lambda w: 0,
-    "arith.maxui": lambda w: 0,
-    "arith.muli": lambda w: 1,
-    "arith.andi": lambda w: -1 if w > 1 else 1,
-    "arith.minui": lambda w: -1 if w > 1 else 1,
-    "arith.maxsi": lambda w: -(1 << (w - 1)) if w > 1 else 0,
-    "arith.minsi": lambda w: (1 << (w - 1)) - 1 if w > 1 else 0,
-}
-
-
-def _fail(kernel: str, message: str) -> PipelineError:
-    return PipelineError(PASS, f"kernel @{kernel}: {message}")
-
-
-def compute_type(t: ir.Type) -> ir.Type:
-    """Kernels compute halves in f32 (loads widen, stores round, as Inductor's
-    kernels do) and index values in i64."""
-    if isinstance(t, (ir.F16Type, ir.BF16Type)):
-        return ir.F32Type.get()
-    if isinstance(t, ir.IndexType):
-        return ir.IntegerType.get_signless(64)
-    return t
-
-
-def _is_half(t: ir.Type) -> bool:
-    return isinstance(t, (ir.F16Type, ir.BF16Type))
-
-
-def scalar_constant(op: ir.Operation) -> ir.Value | None:
-    """A scalar (or splat tensor) arith.constant as one scalar in its compute type;
-    None for other tensor constants."""
-    attr, result_type = op.attributes["value"], op.results[0].type
-    if isinstance(result_type, ir.ShapedType):
-        dense = ir.DenseElementsAttr(attr) if isinstance(attr, ir.DenseElementsAttr) else None
-        if dense is None or not dense.is_splat:
-            return None
-        attr, result_type = dense.get_splat_value(), ir.ShapedType(result_type).element_type
-    if isinstance(result_type, ir.IndexType):
-        attr = ir.IntegerAttr.get(compute_type(result_type), ir.IntegerAttr(attr).value)
-    elif _is_half(result_type):
-        attr = ir.FloatAttr.get(compute_type(result_type), ir.FloatAttr(attr).value)
-    return tt.constant(attr, compute_type(result_type))
-
-
-def _predicate(value: int) -> ir.IntegerAttr:  # arith.cmpi: 1 = ne, 2 = slt
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
-
-@dataclass
-class TilePlan:
-    """Block tiling of one generic: the launch and the tile shape."""
-
-    ranges: list[int]
-    parallel: list[int]  # loop dims in loop order
-    reduction: list[int]
-    block_p: int
-    block_r: int  # 0: pointwise
-    num_warps: int
-    wide_offsets: bool  # i64 offsets: some tensor has 2**31 elements or more
-
-    @property
-    def size_p(self) -> int:
-        return math.prod(self.ranges[d] for d in self.parallel)
-
-    @property
-    def size_r(self) -> int:
-        return math.prod(self.ranges[d] for d in self.reduction)
-
-    @property
-    def grid(self) -> list[int]:
-        return [-(-self.size_p // self.block_p), 1, 1]
-
-
-def loop_ranges(generic: ir.Operation) -> list[int]:
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
-    ranges: list[int | None] = [None] * maps[0].n_dims
-    for operand, amap in zip(generic.operands, maps, strict=True):
-        for expr, size in zip(amap.results, tt.shape_of(operand), strict=True):
-            if isinstance(expr, ir.AffineDimExpr):
-                ranges[ir.AffineDimExpr(expr).position] = size
-    if any(r is None for r in ranges):
-        raise PipelineError(PASS, "a loop dim is not the plain dim of any operand")
-    return ranges  # type: ignore[return-value]
-
-
-def plan_tiles(generic: ir.Operation) -> TilePlan:
-    ranges = loop_ranges(generic)
-    kinds = [str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])]
-    parallel = [d for d, k in enumerate(kinds) if "parallel" in k]
-    reduction = [d for d, k in enumerate(kinds) if "reduction" in k]
-    biggest = max([math.prod(tt.shape_of(v)) for v in [*generic.operands, *generic.results]] + [1])
-    size_p = math.prod(ranges[d] for d in parallel)
-    if not reduction:
-        block_p = min(POINTWISE_BLOCK, max(16, _next_pow2(size_p)))
-        block_r = 0
-        tile = block_p
-    else:
-        size_r = math.prod(ranges[d] for d in reduction)
-        inner_reduction = bool(reduction) and reduction[-1] == len(ranges) - 1
-        if inner_reduction:  # rows are contiguous: whole rows per program when they fit
-            block_r = min(_next_pow2(size_r), TILE_ELEMENTS)
-            block_p = max(1, min(_next_pow2(size_p), TILE_ELEMENTS // block_r, 64))
-        else:  # columns: neighbouring programs read neighbouring columns
-            block_p = min(_next_pow2(size_p), 64)
-            block_r = max(1, min(_next_pow2(size_r), TILE_ELEMENTS // block_p))
-        tile = block_p * block_r
-    num_warps = max(1, min(8, tile // 256))
-    return TilePlan(ranges, parallel, reduction, block_p, block_r, num_warps, biggest >= 2**31)
-
-
-def row_major(shape: list[int]) -> list[int]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= size
-    return strides[::-1]
-
-
-@dataclass
-class Memory:
-    """Where a tensor's elements are: base pointer + offset + strides (in elements)."""
-
-    pointer: ir.Value
-    offset: int
-    shape: list[int]
-    strides: list[int]
-
-    @property
-    def contiguous(self) -> bool:
-        return all(a == b for a, b, n in zip(self.strides, row_major(self.shape), self.shape, strict=True) if n != 1)
-
-    def _expanded_strides(self, groups: list[list[int]], shape: list[int]) -> list[int]:
-        """Each source dim splits row-major into its group, scaled by its stride."""
-        strides = [0] * len(shape)
-        for source_dim, group in enumerate(groups):
-            sizes = [shape[d] for d in group]
-            for dim, stride in zip(group, _group_strides(self.strides[source_dim], sizes), strict=True):
-                strides[dim] = stride
-        return strides
-
-    def _collapsed_strides(self, groups: list[list[int]]) -> list[int] | None:
-        """A group merges when its (non-unit) dims are contiguous with each other."""
-        strides = []
-        for group in groups:
-            dims = [d for d in group if self.shape[d] != 1]
-            for outer, inner in zip(dims, dims[1:], strict=False):
-                if self.strides[outer] != self.strides[inner] * self.shape[inner]:
-                    return None
-            strides.append(self.strides[dims[-1]] if dims else 1)
-        return strides
-
-    def view(self, op: ir.Operation) -> Memory | None:
-        """The memory of a reshape or a static slice of this tensor (None: not a view)."""
-        shape = tt.shape_of(op.results[0])
-        if op.name in RESHAPES:
-            groups = [[ir.IntegerAttr(i).value for i in g] for g in ir.ArrayAttr(op.attributes["reassociation"])]
-            if op.name == "tensor.expand_shape":
-                return Memory(self.pointer, self.offset, shape, self._expanded_strides(groups, shape))
-            strides = self._collapsed_strides(groups)
-            return None if strides is None else Memory(self.pointer, self.offset, shape, strides)
-        offsets, steps, sizes = (
-            list(ir.DenseI64ArrayAttr(op.attributes[f"static_{k}"])) for k in ("offsets", "strides", "sizes")
-        )
-        if any(v < -(2**62) for v in offsets + steps + sizes):  # dynamic: ShapedType.kDynamic
-            return None
-        offset = self.offset + sum(o * st for o, st in zip(offsets, self.strides, strict=True))
-        strides = [st * step for st, step in zip(self.strides, steps, strict=True)]
-        kept = _kept_dims(sizes, shape)
-        return Memory(self.pointer, offset, shape, [strides[i] for i in kept])
-
-
-def _group_strides(outer_stride: int, sizes: list[int]) -> list[int]:
-    return [outer_stride * st for st in row_major(sizes)]
-
-
-def _kept_dims(sizes: list[int], shape: list[int]) -> list[int]:
-    """The slice dims a rank-reducing slice keeps.  Only unit dims are dropped, and
-    unit dims are interchangeable (their index is always 0), so the first ones go."""
-    extra, kept = len(sizes) - len(shape), []
-    for i, n in enumerate(sizes):
-        if extra > 0 and n == 1:
-            extra -= 1
-            continue
-        kept.append(i)
-    return kept
-
-
-def plan_rows(generics: list[ir.Operation], rows: int) -> TilePlan:
-    """One tile holds whole rows: BLOCK_R covers R, BLOCK_P fills the budget."""
-    ranges = loop_ranges(generics[0])
-    size_p, size_r = math.prod(ranges[:rows]), math.prod(ranges[rows:])
-    block_r = _next_pow2(size_r)
-    block_p = max(1, min(_next_pow2(size_p), TILE_ELEMENTS // block_r, 64))
-    operands = [v for g in generics for v in [*g.operands, *g.results]]
-    wide = max([math.prod(tt.shape_of(v)) for v in operands] + [1]) >= 2**31
-    warps = max(1, min(16, block_p * block_r // 256))
-    return TilePlan(ranges, list(range(rows)), list(range(rows, len(ranges))), block_p, block_r, warps, wide)
-
-
-@dataclass
-class Tiled:
-    """A value inside the tt.func: `kind` says which tile axes it spans.
-
-    s: scalar; p: [BLOCK_P]; r: [BLOCK_R]; t: [BLOCK_P, BLOCK_R]."""
-
-    value: ir.Value
-    kind: str
-
-
-def _join(kinds: list[str]) -> str:
-    spans = {k for k in kinds if k != "s"}
-    if not spans:
-        return "s"
-    return spans.pop() if len(spans) == 1 else "t"
-
-
-class TileEmitter:
-    """Emits the tt.func body for one generic under a TilePlan."""
-
-    def __init__(self, kernel: str, generic: ir.Operation, plan: TilePlan, memory: dict, scalars: dict) -> None:
-        self.kernel = kernel
-        self.generic = generic
-        self.plan = plan
-        self.memory: dict[ir.Value, Memory] = memory  # tensors in memory: args, results, their views
-        self.scalars = scalars  # values defined outside the generic -> Tiled (constants, fills)
-        self.offset_type = ir.IntegerType.get_signless(64 if plan.wide_offsets else 32)
-        self.i64 = ir.IntegerType.get_signless(64)
-        self.dims: dict[int, Tiled] = {}
-        self.flat: dict[str, Tiled] = {}  # "p"/"r" -> flattened index of those dims
-        self.flat_dims = {"p": plan.parallel, "r": plan.reduction}
-        self.masks: dict[str, ir.Value | None] = {"s": None}
-
-    # --- shapes and broadcasts -------------------------------------------------
-    def shape(self, kind: str) -> list[int]:
-        return {
-            "s": [],
-            "p": [self.plan.block_p],
-            "r": [self.plan.block_r],
-            "t": [self.plan.block_p, self.plan.block_r],
-        }[kind]
-
-    def to_kind(self, x: Tiled, kind: str) -> ir.Value:
-        if x.kind == kind:
-            return x.value
-        if x.kind == "s":
-            return tt.splat(x.value, self.shape(kind))
-        if kind != "t":
-            raise _fail(self.kernel, f"cannot broadcast a {x.kind}-tile to a {kind}-tile")
-        return tt.broadcast(tt.expand_dims(x.value, 1 if x.kind == "p" else 0), self.shape("t"))
-
-    def const(self, value: int | float, element: ir.Type) -> Tiled:
-        return Tiled(tt.scalar_constant(value, element), "s")
-
-    def arith(self, name: str, a: Tiled, b: Tiled, attrs: dict | None = None) -> Tiled:
-        kind = _join([a.kind, b.kind])
-        operands = [self.to_kind(a, kind), self.to_kind(b, kind)]
-        result = tt.tensor_type(self.shape(kind), tt.element_of(operands[0]))
-        if name == "arith.cmpi":
-            result = tt.tensor_type(self.shape(kind), ir.IntegerType.get_signless(1))
-        return Tiled(tt.one(name, operands, result, attrs), kind)
-
-    def cast(self, x: Tiled, to: ir.Type, signed: bool = True) -> Tiled:
-        src = ir.IntegerType(tt.element_of(x.value)).width
-        dst = ir.IntegerType(to).width
-        if src == dst:
-            return x
-        name = "arith.trunci" if src > dst else ("arith.extsi" if signed else "arith.extui")
-        return Tiled(tt.one(name, [x.value], tt.tensor_type(self.shape(x.kind), to)), x.kind)
-
-    # --- iteration indices ---------------------------------------------------------
-    def flat_index(self, base: ir.Value, block: int, kind: str) -> Tiled:
-        """base + arange(block) in the offset type."""
-        lane = Tiled(tt.make_range(block), kind)
-        start = Tiled(base, "s")
-        if self.plan.wide_offsets:
-            lane, start = self.cast(lane, self.i64), self.cast(start, self.i64)
-        return self.arith("arith.addi", start, lane)
-
-    def unflatten(self, flat: Tiled, dims: list[int]) -> None:
-        """Row-major indices of `dims` from their flattened index."""
-        stride = 1
-        for d in reversed(dims):
-            size = self.plan.ranges[d]
-            index = flat
-            if size == 1:
-                self.dims[d] = self.const(0, self.offset_type)
-                continue
-            if stride > 1:
-                index = self.arith("arith.divsi", index, self.const(stride, self.offset_type))
-            if d != dims[0]:
-                index = self.arith("arith.remsi", index, self.const(size, self.offset_type))
-            self.dims[d] = index
-            stride *= size
-
-    def mask(self, kind: str) -> ir.Value | None:
-        if kind not in self.masks:
-            self.masks[kind] = self.arith(
-                "arith.andi", Tiled(self.masks["p"], "p"), Tiled(self.masks["r"], "r")
-            ).value  # only "t" is built lazily
-        return self.masks[kind]
-
-    def bound_mask(self, flat: Tiled, size: int) -> ir.Value:
-        return self.arith("arith.cmpi", flat, self.const(size, self.offset_type), {"predicate": _predicate(2)}).value
-
-    # --- memory ------------------------------------------------------------------
-    def affine(self, expr: ir.AffineExpr) -> Tiled:
-        if isinstance(expr, ir.AffineDimExpr):
-            return self.dims[ir.AffineDimExpr(expr).position]
-        if isinstance(expr, ir.AffineConstantExpr):
-            return self.const(ir.AffineConstantExpr(expr).value, self.offset_type)
-        binary = {
-            ir.AffineAddExpr: "arith.addi",
-            ir.AffineMulExpr: "arith.muli",
-            ir.AffineFloorDivExpr: "arith.divsi",
-            ir.AffineModExpr: "arith.remsi",
-        }
-        for cls, name in binary.items():
-            if isinstance(expr, cls):
-                e = cls(expr)
-                return self.arith(name, self.affine(e.lhs), self.affine(e.rhs))
-        raise _fail(self.kernel, f"indexing expression {expr} has no lowering")
-
-    def offsets(self, indices: list[Tiled], memory: Memory) -> Tiled:
-        total: Tiled | None = None
-        for index, stride in zip(indices, memory.strides, strict=True):
-            if stride != 0:
-                term = index if stride == 1 else self.arith("arith.muli", index, self.const(stride, self.offset_type))
-                total = term if total is None else self.arith("arith.addi", total, term)
-        return total or self.const(0, self.offset_type)
-
-    def map_offsets(self, amap: ir.AffineMap, memory: Memory) -> Tiled:
-        """Offsets of an operand read through `amap`.  A trailing run of its dims that
-        is a suffix of the flattened P (or R) dims, laid out contiguously, is the flat
-        index itself (modulo the run's size): Triton then sees contiguous addresses
-        and vectorizes."""
-        items = [(e, n, st) for e, n, st in zip(amap.results, memory.shape, memory.strides, strict=True) if n != 1]
-        runs = {k: [d for d in dims if self.plan.ranges[d] != 1] for k, dims in self.flat_dims.items()}
-        total: Tiled | None = None
-        i = len(items)
-        while i > 0:
-            kind, length = self.flat_run(items[:i], runs)
-            if length:
-                size = math.prod(n for _, n, _ in items[i - length : i])
-                term = self.flat[kind]
-                if length < len(runs[kind]):
-                    term = self.arith("arith.remsi", term, self.const(size, self.offset_type))
-            else:
-                term, length = self.affine(items[i - 1][0]), 1
-            stride = items[i - 1][2]
-            if stride != 1:
-                term = self.arith("arith.muli", term, self.const(stride, self.offset_type))
-            total = term if total is None else self.arith("arith.addi", total, term)
-            i -= length
-        return total or self.const(0, self.offset_type)
-
-    def flat_run(self, items: list, runs: dict[str, list[int]]) -> tuple[str, int]:
-        """The longest contiguous tail of `items` whose dims are a suffix of a
-        flattened index."""
-        for kind, dims in runs.items():
-            length = 0
-            while length < min(len(dims), len(items)):
-                expr, size, stride = items[-1 - length]
-                dim = dims[-1 - length]
-                if not isinstance(expr, ir.AffineDimExpr) or expr.position != dim or size != self.plan.ranges[dim]:
-                    break
-                if length and stride != items[-length][2] * items[-length][1]:
-                    break  # not contiguous with the inner part of the run
-                length += 1
-            if length:
-                return kind, length
-        return "", 0
-
-    def address(self, tensor: ir.Value, offsets: Tiled) -> ir.Value:
-        memory = self.memory[tensor]
-        base = memory.pointer
-        if memory.offset:
-            base = tt.addptr(base, tt.scalar_constant(memory.offset, self.offset_type))
-        if offsets.kind == "s":
-            return tt.addptr(base, offsets.value)
-        return tt.addptr(tt.splat(base, self.shape(offsets.kind)), offsets.value)
-
-    def load(self, tensor: ir.Value, offsets: Tiled) -> Tiled:
-        value = tt.load(self.address(tensor, offsets), self.mask(offsets.kind))
-        if isinstance(tt.element_of(tensor), ir.IntegerType) and ir.IntegerType(tt.element_of(tensor)).width == 1:
-            value = self.arith(
-                "arith.cmpi",
-                Tiled(value, offsets.kind),
-                self.const(0, tt.element_of(value)),
-                {"predicate": _predicate(1)},
-            ).value  # bools are bytes in memory
-        if _is_half(tt.element_of(value)):
-            value = tt.one(
-                "arith.extf", [value], tt.tensor_type(self.shape(offsets.kind), compute_type(tt.element_of(value)))
-            )
-        return Tiled(value, offsets.kind)
-
-    def store(self, tensor: ir.Value, offsets: Tiled, value: Tiled) -> None:
-        if offsets.kind == "s" and value.kind != "s":  # a 0-d result of a reduction: lane 0 stores it
-            offsets = Tiled(self.to_kind(offsets, value.kind), value.kind)
-        data = self.to_kind(value, offsets.kind)
-        element = tt.element_of(tensor)
-        if isinstance(element, ir.IntegerType) and ir.IntegerType(element).width == 1:
-            data = tt.one(
-                "arith.extui", [data], tt.tensor_type(self.shape(offsets.kind), ir.IntegerType.get_signless(8))
-            )
-        elif _is_half(element):
-            data = tt.one("arith.truncf", [data], tt.tensor_type(self.shape(offsets.kind), element))
-        tt.store(self.address(tensor, offsets), data, self.mask(offsets.kind))
-
-    def read_operand(self, operand: ir.Value, amap: ir.AffineMap) -> Tiled:
-        if operand in self.scalars:
-            return self.scalars[operand]
-        if operand not in self.memory:
-            raise _fail(self.kernel, "an operand of the generic is computed inside the kernel")
-        return self.load(operand, self.map_offsets(amap, self.memory[operand]))
-
-    # --- the generic's body --------------------------------------------------------
-    def lookup(self, values: dict, v: ir.Value) -> Tiled:
-        if v in values:
-            return values[v]
-        if v in self.scalars:
-            return self.scalars[v]
-        raise _fail(self.kernel, f"the generic's body uses a value from outside it: {v}")
-
-    def lower_op(self, op: ir.Operation, values: dict) -> list[Tiled]:
-        name = op.name
-        if name == "linalg.index":
-            return [self.cast(self.dims[ir.IntegerAttr(op.attributes["dim"]).value], self.i64)]
-        if name == "arith.constant":
-            return [self.clone_constant(op)]
-        if name in ("arith.index_cast", "arith.index_castui"):
-            to = compute_type(op.results[0].type)
-            return [self.cast(self.lookup(values, op.operands[0]), to, signed=name == "arith.index_cast")]
-        if name == "tensor.extract":  # a gather: indices computed in the body
-            indices = [self.cast(self.lookup(values, v), self.offset_type) for v in list(op.operands)[1:]]
-            source = op.operands[0]
-            if source in self.scalars:  # a splat constant
-                return [self.scalars[source]]
-            if source not in self.memory:
-                raise _fail(self.kernel, "a gather from a tensor computed inside the kernel")
-            return [self.load(source, self.offsets(indices, self.memory[source]))]
-        if len(op.regions):
-            raise _fail(self.kernel, f"'{name}' in a generic's body has no Triton lowering")
-        if name in LIBDEVICE:
-            return [self.libdevice(LIBDEVICE[name], [self.lookup(values, v) for v in op.operands])]
-        operands = [self.lookup(values, v) for v in op.operands]
-        if name in ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp"):
-            return [self.lower_cast(op, operands[0])]
-        if name == "arith.negf":  # Triton 3.6 has no negf: -0.0 - x keeps signed zeros
-            zero = self.const(-0.0, tt.element_of(operands[0].value))
-            return [self.arith("arith.subf", zero, operands[0])]
-        if name == "arith.bitcast" and any(_is_half(t) for t in (op.operands[0].type, op.results[0].type)):
-            raise _fail(self.kernel, "a bitcast of a half-precision value has no Triton lowering")
-        kind = _join([x.kind for x in operands])
-        types = [tt.tensor_type(self.shape(kind), compute_type(r.type)) for r in op.results]
-        attrs = {a: op.attributes[a] for a in op.attributes}
-        new = tt.create(name, [self.to_kind(x, kind) for x in operands], types, attrs)
-        return [Tiled(r, kind) for r in new.results]
-
-    def libdevice(self, function: str, operands: list[Tiled]) -> Tiled:
-        kind = _join([x.kind for x in operands])
-        compute = tt.element_of(operands[0].value)  # f32 or f64: halves compute in f32
-        args = [self.to_kind(x, kind) for x in operands]
-        symbol = f"__nv_{function}{'' if isinstance(compute, ir.F64Type) else 'f'}"
-        attrs = {
-            "libname": ir.StringAttr.get(""),
-            "libpath": ir.StringAttr.get(""),
-            "pure": ir.BoolAttr.get(True),
-            "symbol": ir.StringAttr.get(symbol),
-        }
-        return Tiled(tt.one("tt.extern_elementwise", args, tt.tensor_type(self.shape(kind), compute), attrs), kind)
-
-    def clone_constant(self, op: ir.Operation) -> Tiled:
-        value = scalar_constant(op)
-        if value is None:
-            raise _fail(self.kernel, "a tensor constant in a kernel has no Triton lowering")
-        return Tiled(value, "s")
-
-    def lower_cast(self, op: ir.Operation, x: Tiled) -> Tiled:
-        """Float casts between compute types; a cast to a half rounds (and widens
-        back), so explicit `.half()`s keep their rounding."""
-        source, target = op.operands[0].type, op.results[0].type
-        value = x.value
-        if compute_type(source) != compute_type(target):
-            value = tt.one(op.name, [value], tt.tensor_type(self.shape(x.kind), compute_type(target)))
-        if _is_half(target) and not _is_half(source):
-            value = tt.one("arith.truncf", [value], tt.tensor_type(self.shape(x.kind), target))
-            value = tt.one("arith.extf", [value], tt.tensor_type(self.shape(x.kind), compute_type(target)))
-        return Tiled(value, x.kind)
-
-    def lower_body(self, values: dict, skip: ir.Operation | None = None) -> list[Tiled]:
-        """Lower the body's ops (but `skip`, a reduction's combiner) and return the
-        yielded values."""
-        for op in self.generic.regions[0].blocks[0].operations:
-            op = op.operation
-            if op.name == "linalg.yield":
-                return [] if skip is not None else [self.lookup(values, v) for v in op.operands]
-            if skip is not None and op == skip:
-                continue
-            for result, tiled in zip(op.results, self.lower_op(op, values), strict=True):
-                values[result] = tiled
-        raise _fail(self.kernel, "the generic has no linalg.yield")
-
-    # --- kernels -------------------------------------------------------------------
-    def maps(self) -> list[ir.AffineMap]:
-        return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(self.generic.attributes["indexing_maps"])]
-
-    def inputs(self) -> int:
-        return ir.DenseI32ArrayAttr(self.generic.attributes["operandSegmentSizes"])[0]
-
-    def read_inputs(self, held: dict | None = None) -> dict:
-        """The body's block args: loaded, or `held` in registers (a row group's
-        earlier results, read in place: mlirc-gpu-fuse-rows checked the maps)."""
-        body = self.generic.regions[0].blocks[0]
-        values = {}
-        for i, (operand, amap) in enumerate(zip(self.generic.operands, self.maps(), strict=True)):
-            arg = body.arguments[i]
-            if held and operand in held:
-                values[arg] = held[operand]
-            elif any(True for _ in arg.uses):  # a pooling window's input is only a shape
-                if i >= self.inputs() and operand not in self.scalars and operand not in self.memory:
-                    raise _fail(self.kernel, "the body reads an uninitialised output")
-                values[arg] = self.read_operand(operand, amap)
-        return values
-
-    def start_rows(self) -> Tiled:
-        """The program's rows of P: indices, mask, and the flat row index."""
-        pid = Tiled(tt.program_id(0), "s")
-        if self.plan.wide_offsets:
-            pid = self.cast(pid, self.i64)
-        start = self.arith("arith.muli", pid, self.const(self.plan.block_p, self.offset_type))
-        flat = self.flat_index(start.value, self.plan.block_p, "p")
-        self.masks["p"] = self.bound_mask(flat, self.plan.size_p)
-        self.flat["p"] = flat
-        self.unflatten(flat, self.plan.parallel)
-        return flat
-
-    def store_results(self, results: list[Tiled]) -> None:
-        maps = self.maps()[self.inputs() :]
-        for result, amap, value in zip(self.generic.results, maps, results, strict=True):
-            if result in self.memory:  # a row group's intermediates stay in registers
-                self.store(result, self.map_offsets(amap, self.memory[result]), value)
-
-    def emit_pointwise(self) -> None:
-        self.start_rows()
-        self.store_results(self.lower_body(self.read_inputs()))
-
-    def combiner(self) -> tuple[ir.Operation, ir.Value]:
-        """The reduction's combining op and the operand it folds in."""
-        body = self.generic.regions[0].blocks[0]
-        if len(self.generic.results) != 1:
-            raise _fail(self.kernel, "reductions with several results have no Triton lowering yet")
-        out_arg = body.arguments[self.inputs()]
-        yielded = list(body.operations)[-1].operands[0]
-        combine = yielded.owner.operation
-        uses = [u.owner.operation for u in out_arg.uses]
-        if len(uses) != 1 or uses[0] != combine or out_arg not in list(combine.operands):
-            raise _fail(self.kernel, "the reduction is not a fold of its output with one combining op")
-        if combine.name not in FLOAT_IDENTITY and combine.name not in INT_IDENTITY:
-            raise _fail(self.kernel, f"'{combine.name}' is not a reduction combiner Triton can fold")
-        other = [v for v in combine.operands if v != out_arg]
-        return combine, other[0] if other else out_arg
-
-    def identity(self, combine: ir.Operation, element: ir.Type) -> Tiled:
-        if combine.name in FLOAT_IDENTITY:
-            return self.const(FLOAT_IDENTITY[combine.name], element)
-        return self.const(INT_IDENTITY[combine.name](ir.IntegerType(element).width), element)
-
-    def combine(self, combine: ir.Operation, a: Tiled, b: Tiled) -> Tiled:
-        attrs = {n: combine.attributes[n] for n in combine.attributes}
-        return self.arith(combine.name, a, b, attrs)
-
-    def emit_reduction(self) -> None:
-        combine, folded = self.combiner()
-        element = compute_type(tt.element_of(self.generic.results[0]))
-        self.start_rows()
-        identity = self.identity(combine, element)
-        acc0 = self.to_kind(identity, "t")
-        index = self.offset_type
-        bounds = [tt.scalar_constant(v, index) for v in (0, self.plan.size_r, self.plan.block_r)]
-        loop = tt.create("scf.for", [*bounds, acc0], [acc0.type], regions=1)
-        block = loop.regions[0].blocks.append(index, acc0.type)
-        with ir.InsertionPoint(block):
-            flat_r = self.flat_index(block.arguments[0], self.plan.block_r, "r")
-            self.masks["r"] = self.bound_mask(flat_r, self.plan.size_r)
-            self.flat["r"] = flat_r
-            self.masks.pop("t", None)
-            self.unflatten(flat_r, self.plan.reduction)
-            values = self.read_inputs()
-            self.lower_body(values, skip=combine)
-            value = Tiled(self.to_kind(self.lookup(values, folded), "t"), "t")
-            select_type = value.value.type
-            kept = tt.one("arith.select", [self.mask("t"), value.value, self.to_kind(identity, "t")], select_type)
-            acc = self.combine(combine, Tiled(block.arguments[1], "t"), Tiled(kept, "t"))
-            tt.create("scf.yield", [acc.value], [])
-        self.store_results([self.finish_rows(combine, loop.results[0])])
-
-    def finish_rows(self, combine: ir.Operation, tile: ir.Value) -> Tiled:
-        """Fold each row of the [BLOCK_P, BLOCK_R] tile, then into the output's init."""
-        rows = Tiled(tt.reduce(tile, 1, lambda a, b: self.combine(combine, Tiled(a, "s"), Tiled(b, "s")).value), "p")
-        init = self.generic.operands[self.inputs()]
-        if init in self.memory:
-            rows = self.combine(combine, self.read_operand(init, self.maps()[self.inputs()]), rows)
-        elif init in self.scalars:
-            rows = self.combine(combine, self.scalars[init], rows)
-        return rows
-
-    def emit_rows(self, generics: list[ir.Operation]) -> None:
-        """A row group (mlirc-gpu-fuse-rows): whole rows in one tile, every member
-        computed on it in registers; only the kernel's results are stored."""
-        self.start_rows()
-        flat_r = self.flat_index(tt.scalar_constant(0, self.offset_type), self.plan.block_r, "r")
-        self.masks["r"] = self.bound_mask(flat_r, self.plan.size_r)
-        self.flat["r"] = flat_r
-        self.unflatten(flat_r, self.plan.reduction)
-        held: dict = {}
-        for generic in generics:
-            self.generic = generic
-            values = self.read_inputs(held)
-            if any("reduction" in str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])):
-                combine, folded = self.combiner()
-                self.lower_body(values, skip=combine)
-                element = compute_type(tt.element_of(generic.results[0]))
-                identity = self.to_kind(self.identity(combine, element), "t")
-                value = self.to_kind(self.lookup(values, folded), "t")
-                kept = tt.one("arith.select", [self.mask("t"), value, identity], value.type)
-                results = [self.finish_rows(combine, kept)]
-            else:
-                results = self.lower_body(values)
-            held.update(zip(generic.results, results, strict=True))
-            self.store_results(results)
 
 
 def _pointer_type(value: ir.Value) -> ir.Type:
@@ -747,54 +97,140 @@ def _reshape_aliases(ops: list[ir.Operation]) -> dict:
     return alias
 
 
-def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
+def transpose_perm(op: ir.Operation) -> list[int] | None:
+    """For a generic that only copies its one tensor input through a permutation
+    (a transpose): per input dim, the loop (= result) dim that indexes it."""
+    if op.name != "linalg.generic" or len(op.operands) != 2 or not isinstance(op.operands[0].type, ir.ShapedType):
+        return None
+    body = op.regions[0].blocks[0]
+    body_ops = list(body.operations)
+    if len(body_ops) != 1 or list(body_ops[0].operands) != [body.arguments[0]]:
+        return None
+    in_map, out_map = (ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"]))
+    if not in_map.is_permutation or out_map != ir.AffineMap.get_identity(out_map.n_dims):
+        return None
+    return [ir.AffineDimExpr(e).position for e in in_map.results]
+
+
+def _transposed(memory: Memory, perm: list[int], shape: list[int]) -> Memory:
+    strides = [0] * len(perm)
+    for source_dim, dim in enumerate(perm):
+        strides[dim] = memory.strides[source_dim]
+    return Memory(memory.pointer, memory.offset, shape, strides)
+
+
+def _readable(ops: list[ir.Operation], args: list[ir.Value]) -> set:
+    """The arguments and their views: values the kernel reads from memory."""
+    readable = set(args)
+    for op in ops:
+        if op.name in VIEWS and op.operands[0] in readable:
+            readable.add(op.results[0])
+    return readable
+
+
+def _buffers(name: str, ops: list[ir.Operation], values: list[ir.Value], pointers: list[ir.Value]) -> dict:
+    """Memory of the arguments and results, and of the arguments' views: reshapes,
+    static slices and transposes read in place."""
+    buffers = {
+        v: Memory(p, 0, tt.shape_of(v), row_major(tt.shape_of(v))) for v, p in zip(values, pointers, strict=True)
+    }
+    for op in ops:
+        if op.name in VIEWS and op.operands[0] in buffers:
+            view = buffers[op.operands[0]].view(op)
+            if view is None:
+                raise _fail(name, f"'{op.name}' is not a static view of its operand's memory")
+            buffers[op.results[0]] = view
+        elif op.operands and op.operands[0] in buffers and transpose_perm(op) is not None:
+            perm = transpose_perm(op)
+            buffers[op.results[0]] = _transposed(buffers[op.operands[0]], perm, tt.shape_of(op.results[0]))
+    return buffers
+
+
+@dataclass
+class KernelShape:
+    """What a kernel computes, as the lowering sees it."""
+
+    generics: list[ir.Operation]  # what it computes, in order (transposes of inputs are views)
+    stored: list[ir.Value]  # the generic results it returns
+    rows: int | None
+    contraction: Contraction | None
+
+
+def analyze(kernel: func.FuncOp) -> KernelShape:
     name = kernel.sym_name.value
     ops = [op.operation for op in kernel.entry_block.operations]
-    generics = [op for op in ops if op.name == "linalg.generic" and not is_fill(op)]
     unknown = sorted({op.name for op in ops if op.name not in KERNEL_PLUMBING | VIEWS})
+    readable = _readable(ops, list(kernel.entry_block.arguments))
+    generics = [
+        op
+        for op in ops
+        if op.name == "linalg.generic"
+        and not is_fill(op)
+        and not (transpose_perm(op) is not None and op.operands[0] in readable)
+    ]
     rows = ir.IntegerAttr(kernel.attributes[ROWS_ATTR]).value if ROWS_ATTR in kernel.attributes else None
-    if unknown or not generics or (len(generics) > 1 and rows is None):
+    contraction = find_contraction(generics[0]) if generics else None
+    if unknown or not generics or (len(generics) > 1 and rows is None and contraction is None):
         what = ", ".join(unknown) if unknown else f"{len(generics)} linalg.generic ops"
         raise _fail(name, f"no Triton lowering for a kernel with {what}")
-    generic = generics[-1]
-    args = list(kernel.entry_block.arguments)
-    results = list(ops[-1].operands)
     returned = _reshape_aliases(ops)  # a returned reshape -> the generic result it is
-    stored = [returned.get(r, r) for r in results]
+    stored = [returned.get(r, r) for r in ops[-1].operands]
     produced = [r for g in generics for r in g.results]
     if any(v not in produced for v in stored) or len(set(stored)) != len(stored):
         raise _fail(name, "a kernel must return its generics' results (reshaped or not)")
-    if rows is None and len(stored) != len(produced):
+    if rows is None and contraction is None and len(stored) != len(produced):
         raise _fail(name, "a kernel must return all of its generic's results")
-    plan = plan_rows(generics, rows) if rows is not None else plan_tiles(generic)
+    if contraction is not None:
+        check_operands(name, contraction)
+        if any(find_contraction(g) or "reduction" in str(g.attributes["iterator_types"]) for g in generics[1:]):
+            raise _fail(name, "a GEMM's epilogue must be pointwise")
+    return KernelShape(generics, stored, rows, contraction)
+
+
+def _plan(kernel: func.FuncOp, shape: KernelShape, wide: bool) -> TilePlan:
+    if shape.contraction is not None:
+        tile = tuple(ir.DenseI64ArrayAttr(kernel.attributes[TILE_ATTR])) if TILE_ATTR in kernel.attributes else None
+        return plan_matmul(shape.contraction, shape.generics[-1], wide, tile)
+    if shape.rows is not None:
+        return plan_rows(shape.generics, shape.rows)
+    return plan_tiles(shape.generics[-1])
+
+
+def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
+    name = kernel.sym_name.value
+    shape = analyze(kernel)
+    ops = [op.operation for op in kernel.entry_block.operations]
+    args, results = list(kernel.entry_block.arguments), list(ops[-1].operands)
+    wide = max([math.prod(tt.shape_of(v)) for op in ops for v in [*op.operands, *op.results]] + [1]) >= 2**31
+    plan = _plan(kernel, shape, wide)
     with ir.InsertionPoint(top):
         attrs = {"sym_name": ir.StringAttr.get(f"{name}_ttir")}
         module_op = tt.create("builtin.module", [], [], attrs, regions=1)
     module_block = module_op.regions[0].blocks.append()
     with ir.InsertionPoint(module_block):
-        _, entry = tt.func(name, [_pointer_type(v) for v in [*args, *results]])
+        _, entry = tt.func(name, [_pointer_type(v) for v in [*args, *results]], aligned=True)
     with ir.InsertionPoint(entry):
-        buffers = {
-            v: Memory(ptr, 0, tt.shape_of(v), row_major(tt.shape_of(v)))
-            for v, ptr in zip([*args, *stored], entry.arguments, strict=True)
-        }
-        for op in ops:  # views of the arguments: reshapes and static slices
-            if op.name in VIEWS and op.operands[0] in buffers:
-                view = buffers[op.operands[0]].view(op)
-                if view is None:
-                    raise _fail(name, f"'{op.name}' is not a static view of its operand's memory")
-                buffers[op.results[0]] = view
+        buffers = _buffers(name, ops, [*args, *shape.stored], list(entry.arguments))
         scalars: dict = {}
         _outer_scalars(name, ops, scalars)
-        emitter = TileEmitter(name, generic, plan, buffers, scalars)
-        if rows is not None:
-            emitter.emit_rows(generics)
-        elif plan.reduction:
-            emitter.emit_reduction()
-        else:
-            emitter.emit_pointwise()
+        _emit(name, shape, plan, buffers, scalars, ops)
         tt.ret()
     _declare(kernel, plan, f"{name}_ttir")
+
+
+def _emit(name: str, shape: KernelShape, plan: TilePlan, buffers: dict, scalars: dict, ops: list) -> None:
+    if shape.contraction is not None:
+        result = shape.contraction.generic.results[0]
+        aliases = [op.results[0] for op in ops if op.name in RESHAPES and op.operands[0] == result]
+        MatmulEmitter(name, shape.contraction, plan, buffers, scalars).emit(shape.generics[1:], aliases)
+        return
+    emitter = TileEmitter(name, shape.generics[-1], plan, buffers, scalars)
+    if shape.rows is not None:
+        emitter.emit_rows(shape.generics)
+    elif plan.reduction:
+        emitter.emit_reduction()
+    else:
+        emitter.emit_pointwise()
 
 
 def _declare(kernel: func.FuncOp, plan: TilePlan, module_name: str) -> None:
@@ -807,6 +243,8 @@ def _declare(kernel: func.FuncOp, plan: TilePlan, module_name: str) -> None:
     decl.attributes[TTIR_ATTR] = ir.StringAttr.get(module_name)
     decl.attributes[GRID_ATTR] = ir.DenseI64ArrayAttr.get(plan.grid)
     decl.attributes[WARPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), plan.num_warps)
+    if isinstance(plan, MatmulPlan):
+        decl.attributes[STAGES_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), plan.num_stages)
     kernel.erase()
 
 

@@ -1,10 +1,12 @@
-"""Small IR helpers the passes share: walking nested ops and remapping operands."""
+"""Small IR helpers the passes share: walking nested ops, remapping operands, and
+inlining a group of kernel calls into one kernel."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from mlir import ir
+from mlir.dialects import func
 
 
 def nested_ops(op: ir.Operation) -> Iterator[ir.Operation]:
@@ -22,3 +24,57 @@ def remap_operands(op: ir.Operation, mapping: dict) -> None:
         for i, v in enumerate(target.operands):
             if v in mapping:
                 target.operands[i] = mapping[v]
+
+
+def callee(call: ir.Operation) -> str:
+    return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+
+
+def fuse_calls(group: list[ir.Operation], kernels: dict[str, func.FuncOp], name: str) -> func.FuncOp:
+    """Inline the kernels of `group` (calls in program order) into one kernel `name`,
+    called where the last member was.  Its arguments are the values the group reads
+    from outside; its results, the members' results that someone outside reads."""
+    members = set(group)
+    produced = {r for m in group for r in m.results}
+    inputs = list(dict.fromkeys(v for m in group for v in m.operands if v not in produced))
+    outputs = [r for m in group for r in m.results if any(u.owner.operation not in members for u in r.uses)]
+    anchor = kernels[callee(group[0])]
+    with ir.InsertionPoint(anchor), anchor.location:
+        fused = func.FuncOp(name, ([v.type for v in inputs], [v.type for v in outputs]))
+    fused.attributes["mlirc.kernel"] = ir.UnitAttr.get()
+    block = fused.add_entry_block()
+    value_of = dict(zip(inputs, block.arguments, strict=True))
+    for call in group:
+        kernel = kernels[callee(call)]
+        mapping = {arg: value_of[v] for arg, v in zip(kernel.entry_block.arguments, call.operands, strict=True)}
+        for op in kernel.entry_block.operations:
+            op = op.operation
+            if op.name == "func.return":
+                value_of.update(zip(call.results, [mapping[v] for v in op.operands], strict=True))
+                continue
+            clone = op.clone(ir.InsertionPoint(block))
+            remap_operands(clone, mapping)
+            mapping.update(zip(op.results, clone.results, strict=True))
+    with ir.InsertionPoint(block), anchor.location:
+        func.ReturnOp([value_of[v] for v in outputs])
+    last = group[-1]
+    with ir.InsertionPoint(last), last.location:
+        call = func.CallOp([v.type for v in outputs], ir.FlatSymbolRefAttr.get(name), inputs)
+    for old, new in zip(outputs, call.results, strict=True):
+        old.replace_all_uses_with(new)
+    for member in reversed(group):
+        member.erase()
+    return fused
+
+
+def erase_uncalled_kernels(top: ir.Block, kernels: dict[str, func.FuncOp]) -> None:
+    """Drop the kernels no function calls any more (fusion inlined them)."""
+    called = set()
+    for op in top.operations:
+        if isinstance(op, func.FuncOp) and len(op.regions[0].blocks):
+            for inner in op.entry_block.operations:
+                if inner.operation.name == "func.call":
+                    called.add(callee(inner.operation))
+    for name, kernel in kernels.items():
+        if name not in called and "mlirc.kernel" in kernel.attributes:
+            kernel.erase()

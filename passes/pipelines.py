@@ -17,6 +17,7 @@ from mlirc.passes import (  # noqa: F401
     fuse_elementwise,
     gpu_fuse_rows,
     gpu_lower_to_tt,
+    gpu_matmul,
     lower_to_linalg,
     outline_library_calls,
     transpose_views,
@@ -70,7 +71,7 @@ CPU_TO_LLVM = [
 CPU = ["mlirc-cpu-vectorize", "mlirc-cpu-vector-math", *CPU_BUFFERIZE, *CPU_TO_LLVM]
 # Named ops (pooling, non-library contractions) become generics: the tt lowering
 # tiles any generic, reading operands through their indexing maps.
-GPU = ["mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)", "mlirc-gpu-lower-to-tt"]
+GPU = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)", "mlirc-gpu-lower-to-tt"]
 
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,

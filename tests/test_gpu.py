@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from conftest import compile_and_compare
 
 import mlirc
+from mlirc.config import config
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -132,3 +133,39 @@ def test_reduce_overhead_replays_fresh_results():
         for x, out in zip(xs, outs, strict=True):  # earlier results are not overwritten
             torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-4)
     assert mlirc.stats().failed_regions == 0
+
+
+GEMM_CASES = {
+    "linear_gelu": lambda x, w, b: F.gelu(F.linear(x, w, b)),
+    "linear_residual": lambda x, w, b: F.linear(x, w, b) + x[..., : w.shape[0]] * 2,
+    "mm": lambda x, w, b: x.flatten(0, -2) @ w.t(),
+    "bmm_nt": lambda x, w, b: x @ x.transpose(-1, -2),
+}
+TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 5e-2}
+
+
+@pytest.mark.parametrize("case", sorted(GEMM_CASES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 1, 16), (2, 37, 70), (4, 128, 256), (3, 257, 129)])
+def test_generated_gemms(case, dtype, shape, monkeypatch):
+    # odd M, N and K (tails of every tile), tiny and tile-sized problems
+    monkeypatch.setattr(config, "gpu_gemm", "generated")
+    n = max(1, shape[-1] - 5)
+    x, w, b = cuda(*shape, dtype=dtype), cuda(n, shape[-1], dtype=dtype) / 8, cuda(n, dtype=dtype)
+    tol = TOLERANCE[dtype]
+    compile_and_compare(GEMM_CASES[case], x, w, b, rtol=tol, atol=tol)
+
+
+def test_generated_gemm_honours_tf32(monkeypatch):
+    monkeypatch.setattr(config, "gpu_gemm", "generated")
+    a, b = cuda(200, 300), cuda(300, 100)
+    exact = (a.double() @ b.double()).relu()
+    errors = {}
+    for tf32 in (False, True):
+        monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", tf32)
+        torch._dynamo.reset()
+        out = torch.compile(lambda a, b: torch.relu(a @ b), backend="mlirc")(a, b)
+        errors[tf32] = (out.double() - exact).abs().max().item()
+        assert mlirc.stats().fallback_nodes == 0
+    assert errors[False] < 1e-3, "IEEE f32 unless TF32 is allowed"
+    assert 1e-3 < errors[True] < 0.5, "TF32 (10-bit mantissa) when torch allows it"

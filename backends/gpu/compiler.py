@@ -19,7 +19,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.errors import PipelineError
-from mlirc.passes.gpu_lower_to_tt import GRID_ATTR, TTIR_ATTR, WARPS_ATTR
+from mlirc.passes.gpu_lower_to_tt import GRID_ATTR, STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ class TritonKernel:
     ttir: str
     grid: tuple[int, int, int]
     num_warps: int
+    num_stages: int | None = None  # software pipelining depth of a loop (GEMMs); Triton's default else
 
 
 def cache_dir() -> Path:
@@ -55,7 +56,8 @@ def triton_kernels(module: ir.Module) -> list[TritonKernel]:
         text = ttir_module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
         grid = tuple(ir.DenseI64ArrayAttr(op.attributes[GRID_ATTR]))
         warps = ir.IntegerAttr(op.attributes[WARPS_ATTR]).value
-        kernels.append(TritonKernel(op.sym_name.value, text, grid, warps))  # type: ignore[arg-type]
+        stages = ir.IntegerAttr(op.attributes[STAGES_ATTR]).value if STAGES_ATTR in op.attributes else None
+        kernels.append(TritonKernel(op.sym_name.value, text, grid, warps, stages))  # type: ignore[arg-type]
     return kernels
 
 
@@ -75,10 +77,11 @@ def compile_ttir(kernel: TritonKernel, target: object):
     import triton
 
     path = ttir_file(kernel)
+    options = {"num_warps": kernel.num_warps, "enable_fp_fusion": True}
+    if kernel.num_stages is not None:
+        options["num_stages"] = kernel.num_stages
     try:
-        return triton.compile(
-            str(path), target=target, options={"num_warps": kernel.num_warps, "enable_fp_fusion": True}
-        )
+        return triton.compile(str(path), target=target, options=options)
     except Exception as err:  # Triton raises bare RuntimeErrors from its passes
         message = str(err).strip().splitlines()
         raise PipelineError(

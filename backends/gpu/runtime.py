@@ -17,10 +17,20 @@ from mlir.dialects import func
 
 from mlirc.backends.gpu.compiler import Launcher
 from mlirc.backends.host_wrapper import WrapperBuilder, wrapper_scope
+from mlirc.dialects import tt
 from mlirc.passes.gpu_lower_to_tt import GRID_ATTR
 
 
 class GpuWrapperBuilder(WrapperBuilder):
+    """Kernels are compiled for 16-byte aligned pointers (tt.ALIGNMENT): arguments
+    are copied when they are not, as are views whose offset breaks it."""
+
+    def entry_arg(self, a: str) -> str:
+        return (
+            f"    {a} = {a} if {a}.is_contiguous() and not {a}.data_ptr() % {tt.ALIGNMENT}"
+            f" else {a}.clone(memory_format=torch.contiguous_format)"
+        )
+
     def prologue(self) -> None:
         self.lines.append("    stream = get_stream(device_index)")
 
@@ -28,10 +38,16 @@ class GpuWrapperBuilder(WrapperBuilder):
         gx, gy, gz = ir.DenseI64ArrayAttr(self.kernels[callee].attributes[GRID_ATTR])
         if gx * gy * gz == 0:
             return
+        buffers = [b if self.aligned(b, tt.ALIGNMENT) else f"aligned({b})" for b in buffers]
         k = f"k_{callee}"
         self.lines.append(
             f"    {k}.run({gx}, {gy}, {gz}, stream, {k}.function, {k}.metadata, None, None, None, {', '.join(buffers)})"
         )
+
+
+def aligned(x: torch.Tensor) -> torch.Tensor:
+    """A kernel input whose address breaks the alignment kernels assume, copied."""
+    return x if not x.data_ptr() % tt.ALIGNMENT else x.clone(memory_format=torch.contiguous_format)
 
 
 def _on_device(call: Callable, index: int) -> Callable:
@@ -59,6 +75,7 @@ def build_wrapper(
         **wrapper_scope(torch.device("cuda", index)),
         **{f"k_{name}": launcher for name, launcher in launchers.items()},
         "device_index": index,
+        "aligned": aligned,
         "get_stream": torch._C._cuda_getCurrentRawStream,
     }
     exec(compile(source, "<mlirc-gpu-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
