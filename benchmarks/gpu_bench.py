@@ -32,6 +32,8 @@ from mlirc.demo import chain  # noqa: E402
 GPU_BATCH = 8  # the CPU suite's batch x 8: GPU-sized work per call
 # small models where launches dominate, compiled with CUDA graphs by both compilers
 REDUCE_OVERHEAD = ("mlp@reduce-overhead", "transformer_encoder@reduce-overhead")
+# GEMM variants timed per region by both compilers
+MAX_AUTOTUNE = ("bf16_linear_gelu_8192x4096@max-autotune-no-cudagraphs",)
 BACKENDS = ("eager", "inductor", "mlirc")
 
 
@@ -176,7 +178,7 @@ def main() -> None:
     # as benchmarks/run.py: eager and the compilers run the same (standard) attention
     torch.backends.mha.set_fastpath_enabled(False)
     micro = _micro_cases()
-    names = args.cases.split(",") if args.cases else [*micro, *GENERATED_GEMM, *MODELS, *REDUCE_OVERHEAD]
+    names = args.cases.split(",") if args.cases else [*micro, *GENERATED_GEMM, *MAX_AUTOTUNE, *MODELS, *REDUCE_OVERHEAD]
     rows = []
     for name in names:
         base, _, mode = name.partition("@")

@@ -52,10 +52,10 @@ class _RegionModule(torch.nn.Module):
         return out[0] if self.single_output else out
 
 
-def _try_compile(gm: fx.GraphModule, device: torch.device) -> Callable | None:
+def _try_compile(gm: fx.GraphModule, device: torch.device, autotune: bool = False) -> Callable | None:
     st = stats()
     try:
-        region = compile_region(gm, device)
+        region = compile_region(gm, device, autotune)
     except MlircError as err:
         st.failed_regions += 1
         st.fallback_nodes += _compute_nodes(gm)
@@ -79,12 +79,13 @@ def _output_is_single(gm: fx.GraphModule) -> bool:
 # device (CUDA graphs on a CPU) is accepted and has no effect there.
 MODES = frozenset({"default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"})
 CUDA_GRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
+AUTOTUNE_MODES = frozenset({"max-autotune", "max-autotune-no-cudagraphs"})
 
 
 def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], mode: str = "default") -> Callable:
     """An AOTAutograd fw/bw compiler: a callable with the graph's semantics, taking
     its arguments boxed (one list), which is the convention AOTAutograd expects."""
-    fn = _compile_fx_graph(gm, example_inputs)
+    fn = _compile_fx_graph(gm, example_inputs, autotune=mode in AUTOTUNE_MODES)
     if mode in CUDA_GRAPH_MODES and _device_of(example_inputs).type == "cuda":
         from mlirc.backends.gpu.cudagraphs import CudaGraphed
 
@@ -92,13 +93,13 @@ def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], mode: st
     return make_boxed_func(fn)
 
 
-def _compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+def _compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], autotune: bool = False) -> Callable:
     st = stats()
     st.graphs += 1
     device = _device_of(example_inputs)
     unsupported = partitioner.unsupported_nodes(gm)
     if not unsupported:
-        call = _try_compile(gm, device)
+        call = _try_compile(gm, device, autotune)
         if call is not None:
             return call if not _output_is_single(gm) else (lambda *a: call(*a)[0])
         return gm
@@ -117,7 +118,7 @@ def _compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Call
     for name, sub in list(split.named_children()):
         if not name.startswith("fused_") or not isinstance(sub, fx.GraphModule):
             continue
-        call = _try_compile(sub, device)
+        call = _try_compile(sub, device, autotune)
         if call is not None:
             setattr(split, name, _RegionModule(call, _output_is_single(sub)))
     split.recompile()

@@ -88,7 +88,19 @@ def _with_constants(call: Callable, constants: list[torch.Tensor]) -> Callable:
     return wrapped
 
 
-def compile_region(gm: fx.GraphModule, device: torch.device | None = None) -> CompiledRegion:
+def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autotune: bool = False) -> CompiledRegion:
+    """`autotune` (mode="max-autotune"): on a GPU, time the GEMM variants and keep
+    the fastest (mlirc.frontend.autotune)."""
+    device = device or torch.device("cpu")
+    if autotune and device.type == "cuda":
+        from mlirc.frontend import autotune as tuner
+
+        if tuner.has_gemm(gm):
+            return tuner.autotune_region(gm, device, lambda: _compile_region(gm, device))
+    return _compile_region(gm, device)
+
+
+def _compile_region(gm: fx.GraphModule, device: torch.device) -> CompiledRegion:
     global _region_counter
     _region_counter += 1
     name = f"region{_region_counter}"
@@ -96,7 +108,6 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None) -> Co
     module = FxImporter(context).import_graph(gm)
     stage_ir = {"mlirc": str(module)}
     _dump(name, "mlirc", stage_ir["mlirc"])
-    device = device or torch.device("cpu")
     outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]

@@ -128,9 +128,11 @@ def _readable(ops: list[ir.Operation], args: list[ir.Value]) -> set:
     return readable
 
 
-def _buffers(name: str, ops: list[ir.Operation], values: list[ir.Value], pointers: list[ir.Value]) -> dict:
+def _buffers(
+    name: str, ops: list[ir.Operation], values: list[ir.Value], pointers: list[ir.Value], transposes: list
+) -> dict:
     """Memory of the arguments and results, and of the arguments' views: reshapes,
-    static slices and transposes read in place."""
+    static slices and the `transposes` that a GEMM reads in place."""
     buffers = {
         v: Memory(p, 0, tt.shape_of(v), row_major(tt.shape_of(v))) for v, p in zip(values, pointers, strict=True)
     }
@@ -140,7 +142,7 @@ def _buffers(name: str, ops: list[ir.Operation], values: list[ir.Value], pointer
             if view is None:
                 raise _fail(name, f"'{op.name}' is not a static view of its operand's memory")
             buffers[op.results[0]] = view
-        elif op.operands and op.operands[0] in buffers and transpose_perm(op) is not None:
+        elif op in transposes:
             perm = transpose_perm(op)
             buffers[op.results[0]] = _transposed(buffers[op.operands[0]], perm, tt.shape_of(op.results[0]))
     return buffers
@@ -150,7 +152,8 @@ def _buffers(name: str, ops: list[ir.Operation], values: list[ir.Value], pointer
 class KernelShape:
     """What a kernel computes, as the lowering sees it."""
 
-    generics: list[ir.Operation]  # what it computes, in order (transposes of inputs are views)
+    generics: list[ir.Operation]  # what it computes, in order
+    transposes: list[ir.Operation]  # transposes of inputs that a GEMM reads as views
     stored: list[ir.Value]  # the generic results it returns
     rows: int | None
     contraction: Contraction | None
@@ -161,15 +164,15 @@ def analyze(kernel: func.FuncOp) -> KernelShape:
     ops = [op.operation for op in kernel.entry_block.operations]
     unknown = sorted({op.name for op in ops if op.name not in KERNEL_PLUMBING | VIEWS})
     readable = _readable(ops, list(kernel.entry_block.arguments))
-    generics = [
-        op
-        for op in ops
-        if op.name == "linalg.generic"
-        and not is_fill(op)
-        and not (transpose_perm(op) is not None and op.operands[0] in readable)
-    ]
+    generics = [op for op in ops if op.name == "linalg.generic" and not is_fill(op)]
+    transposes = [op for op in generics if transpose_perm(op) is not None and op.operands[0] in readable]
+    computed = [op for op in generics if op not in transposes]
+    contraction = find_contraction(computed[0]) if computed else None
+    if contraction is not None:  # a GEMM reads its operands' transposes in place
+        generics = computed
+    else:  # a transpose on its own is a copy like any other kernel
+        transposes = []
     rows = ir.IntegerAttr(kernel.attributes[ROWS_ATTR]).value if ROWS_ATTR in kernel.attributes else None
-    contraction = find_contraction(generics[0]) if generics else None
     if unknown or not generics or (len(generics) > 1 and rows is None and contraction is None):
         what = ", ".join(unknown) if unknown else f"{len(generics)} linalg.generic ops"
         raise _fail(name, f"no Triton lowering for a kernel with {what}")
@@ -184,7 +187,7 @@ def analyze(kernel: func.FuncOp) -> KernelShape:
         check_operands(name, contraction)
         if any(find_contraction(g) or "reduction" in str(g.attributes["iterator_types"]) for g in generics[1:]):
             raise _fail(name, "a GEMM's epilogue must be pointwise")
-    return KernelShape(generics, stored, rows, contraction)
+    return KernelShape(generics, transposes, stored, rows, contraction)
 
 
 def _plan(kernel: func.FuncOp, shape: KernelShape, wide: bool) -> TilePlan:
@@ -210,7 +213,7 @@ def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
     with ir.InsertionPoint(module_block):
         _, entry = tt.func(name, [_pointer_type(v) for v in [*args, *results]], aligned=True)
     with ir.InsertionPoint(entry):
-        buffers = _buffers(name, ops, [*args, *shape.stored], list(entry.arguments))
+        buffers = _buffers(name, ops, [*args, *shape.stored], list(entry.arguments), shape.transposes)
         scalars: dict = {}
         _outer_scalars(name, ops, scalars)
         _emit(name, shape, plan, buffers, scalars, ops)

@@ -6,6 +6,8 @@ GPU host.  Code generation down to cubins is tested everywhere in test_gpu_codeg
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import torch.nn as nn
@@ -169,3 +171,20 @@ def test_generated_gemm_honours_tf32(monkeypatch):
         assert mlirc.stats().fallback_nodes == 0
     assert errors[False] < 1e-3, "IEEE f32 unless TF32 is allowed"
     assert 1e-3 < errors[True] < 0.5, "TF32 (10-bit mantissa) when torch allows it"
+
+
+def test_max_autotune_times_gemm_variants_and_caches_the_choice(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLIRC_CACHE_DIR", str(tmp_path))
+    model = nn.Sequential(nn.Linear(96, 160), nn.GELU()).cuda().to(torch.bfloat16).eval()
+    x = cuda(4, 37, 96, dtype=torch.bfloat16)
+    with torch.no_grad():
+        out = torch.compile(model, backend="mlirc", mode="max-autotune-no-cudagraphs")(x)
+        torch.testing.assert_close(out, model(x), rtol=5e-2, atol=5e-2)
+        (record,) = (tmp_path / "autotune").glob("*.json")
+        choice = json.loads(record.read_text())
+        assert len(choice["ms"]) >= 2 and choice["variant"] in choice["ms"], choice
+        stamp = record.stat().st_mtime_ns
+        torch._dynamo.reset()
+        again = torch.compile(model, backend="mlirc", mode="max-autotune-no-cudagraphs")(x)
+    torch.testing.assert_close(again, out, rtol=5e-2, atol=5e-2)
+    assert record.stat().st_mtime_ns == stamp, "the second compile reads the cached choice"

@@ -110,3 +110,33 @@ def test_gemm_lowers_to_tt_dot(case, tmp_path, monkeypatch):
     ptx = compiled.asm["ptx"]
     assert "mma" in ptx or "wgmma" in ptx or dtype == torch.float32, "half GEMMs run on tensor cores"
     assert len(compiled.asm["cubin"]) > 1000
+
+
+def test_transpose_kernel_is_a_copy(tmp_path, monkeypatch):
+    """A transpose that no GEMM reads is computed, not taken for a view."""
+    monkeypatch.setenv("MLIRC_CACHE_DIR", str(tmp_path / "cache"))
+    texts = _kernels_ir(lambda x: x.transpose(0, 1).contiguous() * 1, [torch.randn(5, 7, 3)], tmp_path)
+    with make_context():
+        module = ir.Module.parse(texts[0])
+        run_passes(module, STAGES["gpu"], stage="mlirc-stage-gpu")
+        (kernel,) = triton_kernels(module)
+    assert '"tt.store"' in kernel.ttir
+
+
+def test_whole_models_lower_to_ttir(tmp_path):
+    """Every kernel of a transformer layer and a small CNN lowers to TTIR (the
+    GPU stage must not reject what the CPU compiles: a rejected kernel sends the
+    whole region back to eager on a GPU)."""
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, dropout=0.0).eval()
+    cnn = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU()).eval()
+    fastpath = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)  # the fused attention op has no lowering
+    with torch.no_grad():
+        for model, x in ((layer, torch.randn(2, 9, 32)), (cnn, torch.randn(2, 3, 12, 12))):
+            torch._dynamo.reset()
+            for text in _kernels_ir(model, [x], tmp_path):
+                with make_context():
+                    module = ir.Module.parse(text)
+                    run_passes(module, STAGES["gpu"], stage="mlirc-stage-gpu")
+                    assert triton_kernels(module)
+    torch.backends.mha.set_fastpath_enabled(fastpath)
