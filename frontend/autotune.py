@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 import torch
 import torch.fx as fx
@@ -38,14 +37,14 @@ VARIANTS: list[tuple[str, dict]] = [
 
 @contextlib.contextmanager
 def overrides(fields: dict) -> Iterator[None]:
-    saved = replace(config)
+    saved = {name: getattr(config, name) for name in fields}
     for name, value in fields.items():
         setattr(config, name, value)
     try:
         yield
     finally:
-        for name in fields:
-            setattr(config, name, getattr(saved, name))
+        for name, value in saved.items():
+            setattr(config, name, value)
 
 
 GEMM_OPS = ("aten.mm", "aten.bmm", "aten.addmm", "aten.baddbmm")

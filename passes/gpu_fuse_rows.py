@@ -24,7 +24,7 @@ from mlir.dialects import func
 
 from mlirc.passes.gpu_lower_to_tt import KERNEL_PLUMBING, ROWS_ATTR, is_fill
 from mlirc.passes.gpu_tiles import VIEWS, loop_ranges
-from mlirc.passes.ir_utils import erase_uncalled_kernels, fuse_calls
+from mlirc.passes.ir_utils import entry_functions, erase_uncalled_kernels, functions, fuse_calls
 from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 from mlirc.passes.registry import register_pass
 
@@ -149,10 +149,10 @@ class Grouper:
 @register_pass("mlirc-gpu-fuse-rows", "GPU: fuse consecutive kernels over the same rows into one kernel")
 def gpu_fuse_rows(module: ir.Operation) -> None:
     top = module.regions[0].blocks[0]
-    kernels = {op.sym_name.value: op for op in top.operations if isinstance(op, func.FuncOp)}
+    kernels = functions(top)
     grouper = Grouper(kernels)
     count = 0
-    for entry in [op for op in top.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes]:
+    for entry in entry_functions(top):
         calls = [op.operation for op in entry.entry_block.operations]
         for group in grouper.groups(calls):
             rows = next(row_shape(grouper.kernel_of(c)).rows for c in group if row_shape(grouper.kernel_of(c)).rows)

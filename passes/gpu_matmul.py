@@ -29,7 +29,7 @@ from mlir.dialects import func
 from mlirc.config import config
 from mlirc.passes.gpu_lower_to_tt import KERNEL_PLUMBING, TILE_ATTR, is_fill
 from mlirc.passes.gpu_tiles import VIEWS, loop_ranges
-from mlirc.passes.ir_utils import callee, erase_uncalled_kernels, fuse_calls
+from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions, fuse_calls
 from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 from mlirc.passes.registry import register_pass
 
@@ -136,10 +136,10 @@ class Planner:
 @register_pass("mlirc-gpu-matmul", "GPU: GEMMs worth generating become tt.dot kernels with their epilogue")
 def gpu_matmul(module: ir.Operation) -> None:
     top = module.regions[0].blocks[0]
-    kernels = {op.sym_name.value: op for op in top.operations if isinstance(op, func.FuncOp)}
+    kernels = functions(top)
     planner = Planner(kernels)
     count = 0
-    for entry in [op for op in top.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes]:
+    for entry in entry_functions(top):
         for call in [op.operation for op in entry.entry_block.operations]:
             if call.name != "func.call" or _library(planner.kernel(call)) not in GEMMS:
                 continue

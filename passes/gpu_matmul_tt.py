@@ -157,15 +157,6 @@ class MatmulEmitter(TileEmitter):
         pid_m = self.arith("arith.addi", first_m, self.arith("arith.remsi", in_group, group_m))
         return pid_m, self.arith("arith.divsi", in_group, group_m)
 
-    def start(self, pid: Tiled, block: int, kind: str, size: int) -> Tiled:
-        if self.plan.wide_offsets:
-            pid = self.cast(pid, self.i64)
-        first = self.arith("arith.muli", pid, self.const(block, self.offset_type))
-        flat = self.flat_index(first.value, block, kind)
-        self.masks[kind] = self.bound_mask(flat, size)
-        self.flat[kind] = flat
-        return flat
-
     def shape(self, kind: str) -> list[int]:
         return [self.plan.block_k] if kind == "k" else super().shape(kind)
 

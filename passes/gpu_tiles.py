@@ -586,15 +586,19 @@ class TileEmitter:
                 values[arg] = self.read_operand(operand, amap)
         return values
 
-    def start_rows(self) -> Tiled:
-        """The program's rows of P: indices, mask, and the flat row index."""
-        pid = Tiled(tt.program_id(0), "s")
+    def start(self, pid: Tiled, block: int, kind: str, size: int) -> Tiled:
+        """Block `pid`'s flat indices along `kind` (of `size` in all) and their mask."""
         if self.plan.wide_offsets:
             pid = self.cast(pid, self.i64)
-        start = self.arith("arith.muli", pid, self.const(self.plan.block_p, self.offset_type))
-        flat = self.flat_index(start.value, self.plan.block_p, "p")
-        self.masks["p"] = self.bound_mask(flat, self.plan.size_p)
-        self.flat["p"] = flat
+        first = self.arith("arith.muli", pid, self.const(block, self.offset_type))
+        flat = self.flat_index(first.value, block, kind)
+        self.masks[kind] = self.bound_mask(flat, size)
+        self.flat[kind] = flat
+        return flat
+
+    def start_rows(self) -> Tiled:
+        """The program's rows of P: indices, mask, and the flat row index."""
+        flat = self.start(Tiled(tt.program_id(0), "s"), self.plan.block_p, "p", self.plan.size_p)
         self.unflatten(flat, self.plan.parallel)
         return flat
 

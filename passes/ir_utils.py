@@ -26,6 +26,15 @@ def remap_operands(op: ir.Operation, mapping: dict) -> None:
                 target.operands[i] = mapping[v]
 
 
+def functions(top: ir.Block) -> dict[str, func.FuncOp]:
+    return {op.sym_name.value: op for op in top.operations if isinstance(op, func.FuncOp)}
+
+
+def entry_functions(top: ir.Block) -> list[func.FuncOp]:
+    """The graph's host-side functions (the ones marked `mlirc.entry`)."""
+    return [op for op in top.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes]
+
+
 def callee(call: ir.Operation) -> str:
     return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
 

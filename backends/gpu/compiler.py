@@ -92,11 +92,9 @@ def compile_ttir(kernel: TritonKernel, target: object):
 
 
 class Launcher:
-    """Launches one compiled kernel with its fixed grid on a given stream.
-
-    Calls Triton's generated launcher directly, without the per-call closure and
-    stream lookup of `CompiledKernel.__getitem__`: the wrapper passes the stream
-    it fetched once per graph call."""
+    """One compiled kernel's launch handles.  The GPU wrapper calls `run` (Triton's
+    generated launcher) itself with the grid baked into its code, skipping the
+    per-call closure and stream lookup of `CompiledKernel.__getitem__`."""
 
     __slots__ = ("name", "grid", "run", "function", "metadata", "compiled")
 
@@ -108,11 +106,6 @@ class Launcher:
         self.run = compiled.run  # type: ignore[attr-defined]
         self.function = compiled.function  # type: ignore[attr-defined]
         self.metadata = compiled.packed_metadata  # type: ignore[attr-defined]
-
-    def __call__(self, stream: int, *args: object) -> None:
-        gx, gy, gz = self.grid
-        if gx * gy * gz:
-            self.run(gx, gy, gz, stream, self.function, self.metadata, None, None, None, *args)
 
 
 def current_target() -> object:
