@@ -3,18 +3,35 @@
 # (table last).  The host has torch + Triton but no MLIR bindings and no package index
 # (../shared/device/README.md): the bindings come from .device/.
 #   bash benchmarks/gpu_check.sh [gpu_bench.py arguments, e.g. --cases mlp,bert]
-#   SKIP_TESTS=1 / SKIP_BENCH=1 skip a half; PYTEST_K=expr selects tests.
+#   SKIP_TESTS=1 / SKIP_OPINFO=1 / SKIP_BENCH=1 skip a part; PYTEST_K=expr selects tests;
+#   OPINFO_DTYPES (default float32,float16,bfloat16) and OPINFO_OPS narrow the sweep.
+# The OpInfo sweep needs `expecttest` (torch's test helpers import it), which the host
+# lacks: copy it into .device/pylib (see the README's GPU section).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p /tmp/site
 [ -d /tmp/site/mlir ] || tar -xJf .device/mlir-site-cp312.tar.xz -C /tmp/site
 ln -sfn "$PWD" /tmp/site/mlirc
-export PYTHONPATH=/tmp/site MLIRC_CACHE_DIR=/tmp/mlirc-cache
+export PYTHONPATH=/tmp/site:$PWD/.device/pylib MLIRC_CACHE_DIR=/tmp/mlirc-cache
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
 status=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_codegen.py ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tail -15
   status=${PIPESTATUS[0]}
+fi
+if [ "${SKIP_OPINFO:-0}" != 1 ]; then
+  # the CI sample of the OpInfo sweep on CUDA tensors: no case may be wrong
+  dtypes=${OPINFO_DTYPES:-float32,float16,bfloat16}
+  json="${OUT:-.}/opinfo-cuda.json"
+  python3 tests/opinfo_sweep.py --device cuda --dtypes "$dtypes" ${OPINFO_OPS:+--ops "$OPINFO_OPS"} \
+    --jobs "$(( $(nproc) - 2 ))" --json "$json" | head -12
+  python3 - "$json" <<'EOF' || status=1
+import json, sys
+bad = [r for r in json.load(open(sys.argv[1])) if r["status"] in ("wrong", "error")]
+for r in bad:
+    print(f"{r['status']:6} {r['case']}: {r['reason'][:240]}")
+sys.exit(1 if bad else 0)
+EOF
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   python3 benchmarks/gpu_bench.py "${OUT:-.}/gpu-results" "$@" 2>&1 | grep -v "^{" || status=1

@@ -17,6 +17,7 @@ from mlir import ir
 DIALECT = "tt"
 CACHE_NONE = 1  # tt.CacheModifier.NONE
 EVICT_NORMAL = 1  # tt.EvictionPolicy.NORMAL
+EVICT_LAST = 3  # tt.EvictionPolicy.EVICT_LAST: keep in L2, other programs read it too
 ALIGNMENT = 16  # bytes: kernel pointer arguments are promised this alignment
 TF32, IEEE = 0, 2  # tt.InputPrecision: how tt.dot multiplies f32 inputs
 
@@ -106,13 +107,15 @@ def addptr(pointers: ir.Value, offsets: ir.Value) -> ir.Value:
     return one("tt.addptr", [pointers, offsets], pointers.type)
 
 
-def load(pointers: ir.Value, mask: ir.Value | None, other: ir.Value | None = None) -> ir.Value:
+def load(
+    pointers: ir.Value, mask: ir.Value | None, other: ir.Value | None = None, evict: int | None = None
+) -> ir.Value:
     """Masked-off lanes read `other` (a tensor like the result), else are undefined."""
     element = ir.Type.parse(str(element_of(pointers)).removeprefix("!tt.ptr<").removesuffix(">"))
     segments = ir.DenseI32ArrayAttr.get([1, 1 if mask is not None else 0, 1 if other is not None else 0])
     attrs = {
         "cache": i32(CACHE_NONE),
-        "evict": i32(EVICT_NORMAL),
+        "evict": i32(EVICT_NORMAL if evict is None else evict),
         "isVolatile": ir.BoolAttr.get(False),
         "operandSegmentSizes": segments,
     }

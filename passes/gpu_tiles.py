@@ -290,6 +290,9 @@ class TileEmitter:
         self.flat: dict[str, Tiled] = {}  # "p"/"r" -> flattened index of those dims
         self.flat_dims = {"p": plan.parallel, "r": plan.reduction}
         self.masks: dict[str, ir.Value | None] = {"s": None}
+        # (operand, map) -> its tile, while all loads share one scope (a row group):
+        # each input is read from memory once however many members read it.
+        self.loaded: dict[tuple[ir.Value, str], Tiled] | None = None
 
     # --- shapes and broadcasts -------------------------------------------------
     def shape(self, kind: str) -> list[int]:
@@ -354,14 +357,27 @@ class TileEmitter:
             stride *= size
 
     def mask(self, kind: str) -> ir.Value | None:
-        if kind not in self.masks:
-            self.masks[kind] = self.arith(
-                "arith.andi", Tiled(self.masks["p"], "p"), Tiled(self.masks["r"], "r")
-            ).value  # only "t" is built lazily
+        if kind not in self.masks:  # only "t" is built lazily
+            p, r = self.masks["p"], self.masks["r"]
+            if p is not None and r is not None:
+                self.masks[kind] = self.arith("arith.andi", Tiled(p, "p"), Tiled(r, "r")).value
+            elif p is not None or r is not None:
+                self.masks[kind] = self.to_kind(Tiled(p, "p") if r is None else Tiled(r, "r"), kind)
+            else:
+                self.masks[kind] = None
         return self.masks[kind]
 
-    def bound_mask(self, flat: Tiled, size: int) -> ir.Value:
+    def bound_mask(self, flat: Tiled, size: int, exact: bool = False) -> ir.Value | None:
+        """flat < size; None where the blocks tile the size exactly (no lane is out of
+        bounds), so that loads and stores carry no predicate and reductions no select."""
+        if exact:
+            return None
         return self.arith("arith.cmpi", flat, self.const(size, self.offset_type), {"predicate": _predicate(2)}).value
+
+    def keep_in_bounds(self, value: ir.Value, identity: ir.Value) -> ir.Value:
+        """Out-of-bounds lanes of a tile to be reduced hold the combiner's identity."""
+        mask = self.mask("t")
+        return value if mask is None else tt.one("arith.select", [mask, value, identity], value.type)
 
     # --- memory ------------------------------------------------------------------
     def affine(self, expr: ir.AffineExpr) -> Tiled:
@@ -441,7 +457,11 @@ class TileEmitter:
         return tt.addptr(tt.splat(base, self.shape(offsets.kind)), offsets.value)
 
     def load(self, tensor: ir.Value, offsets: Tiled) -> Tiled:
-        value = tt.load(self.address(tensor, offsets), self.mask(offsets.kind))
+        # a tile that does not move with the program's rows (a bias, a norm's weight)
+        # is read by every program: ask L2 to keep it
+        shared = offsets.kind in ("r", "s") and self.plan.size_p > self.plan.block_p
+        evict = tt.EVICT_LAST if shared else None
+        value = tt.load(self.address(tensor, offsets), self.mask(offsets.kind), evict=evict)
         if isinstance(tt.element_of(tensor), ir.IntegerType) and ir.IntegerType(tt.element_of(tensor)).width == 1:
             value = self.arith(
                 "arith.cmpi",
@@ -475,7 +495,13 @@ class TileEmitter:
             return self.scalars[operand]
         if operand not in self.memory:
             raise _fail(self.kernel, "an operand of the generic is computed inside the kernel")
-        return self.load(operand, self.map_offsets(amap, self.memory[operand]))
+        key = (operand, str(amap))
+        if self.loaded is not None and key in self.loaded:
+            return self.loaded[key]
+        tile = self.load(operand, self.map_offsets(amap, self.memory[operand]))
+        if self.loaded is not None:
+            self.loaded[key] = tile
+        return tile
 
     # --- the generic's body --------------------------------------------------------
     def lookup(self, values: dict, v: ir.Value) -> Tiled:
@@ -592,7 +618,7 @@ class TileEmitter:
             pid = self.cast(pid, self.i64)
         first = self.arith("arith.muli", pid, self.const(block, self.offset_type))
         flat = self.flat_index(first.value, block, kind)
-        self.masks[kind] = self.bound_mask(flat, size)
+        self.masks[kind] = self.bound_mask(flat, size, exact=size % block == 0)
         self.flat[kind] = flat
         return flat
 
@@ -649,15 +675,14 @@ class TileEmitter:
         block = loop.regions[0].blocks.append(index, acc0.type)
         with ir.InsertionPoint(block):
             flat_r = self.flat_index(block.arguments[0], self.plan.block_r, "r")
-            self.masks["r"] = self.bound_mask(flat_r, self.plan.size_r)
+            self.masks["r"] = self.bound_mask(flat_r, self.plan.size_r, self.plan.size_r % self.plan.block_r == 0)
             self.flat["r"] = flat_r
             self.masks.pop("t", None)
             self.unflatten(flat_r, self.plan.reduction)
             values = self.read_inputs()
             self.lower_body(values, skip=combine)
             value = Tiled(self.to_kind(self.lookup(values, folded), "t"), "t")
-            select_type = value.value.type
-            kept = tt.one("arith.select", [self.mask("t"), value.value, self.to_kind(identity, "t")], select_type)
+            kept = self.keep_in_bounds(value.value, self.to_kind(identity, "t"))
             acc = self.combine(combine, Tiled(block.arguments[1], "t"), Tiled(kept, "t"))
             tt.create("scf.yield", [acc.value], [])
         self.store_results([self.finish_rows(combine, loop.results[0])])
@@ -677,9 +702,10 @@ class TileEmitter:
         computed on it in registers; only the kernel's results are stored."""
         self.start_rows()
         flat_r = self.flat_index(tt.scalar_constant(0, self.offset_type), self.plan.block_r, "r")
-        self.masks["r"] = self.bound_mask(flat_r, self.plan.size_r)
+        self.masks["r"] = self.bound_mask(flat_r, self.plan.size_r, self.plan.size_r == self.plan.block_r)
         self.flat["r"] = flat_r
         self.unflatten(flat_r, self.plan.reduction)
+        self.loaded = {}
         held: dict = {}
         for generic in generics:
             self.generic = generic
@@ -690,7 +716,7 @@ class TileEmitter:
                 element = compute_type(tt.element_of(generic.results[0]))
                 identity = self.to_kind(self.identity(combine, element), "t")
                 value = self.to_kind(self.lookup(values, folded), "t")
-                kept = tt.one("arith.select", [self.mask("t"), value, identity], value.type)
+                kept = self.keep_in_bounds(value, identity)
                 results = [self.finish_rows(combine, kept)]
             else:
                 results = self.lower_body(values)

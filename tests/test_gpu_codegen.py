@@ -123,6 +123,24 @@ def test_transpose_kernel_is_a_copy(tmp_path, monkeypatch):
     assert '"tt.store"' in kernel.ttir
 
 
+@pytest.mark.parametrize("rows", [64, 67])
+def test_row_group_reads_each_input_once(rows, tmp_path, monkeypatch):
+    """Layer norm's row group loads x once (not once per member), keeps its weight and
+    bias in L2, and needs no mask along rows that fill the block exactly."""
+    monkeypatch.setenv("MLIRC_CACHE_DIR", str(tmp_path / "cache"))
+    args = [torch.randn(rows, 256), torch.randn(256), torch.randn(256)]
+    texts = _kernels_ir(lambda x, w, b: F.layer_norm(x, (256,), w, b), args, tmp_path)
+    with make_context():
+        module = ir.Module.parse(texts[0])
+        run_passes(module, STAGES["gpu"], stage="mlirc-stage-gpu")
+        (kernel,) = triton_kernels(module)
+    loads = [line for line in kernel.ttir.splitlines() if '"tt.load"' in line]
+    assert len(loads) == 3, loads  # x, weight, bias
+    assert sum("evict = 3" in line for line in loads) == 2
+    # 64 rows: 4 programs of 16 rows, no bound checks at all; 67 rows: a row mask
+    assert ('"arith.cmpi"' in kernel.ttir) == (rows % 16 != 0)
+
+
 def test_whole_models_lower_to_ttir(tmp_path):
     """Every kernel of a transformer layer and a small CNN lowers to TTIR (the
     GPU stage must not reject what the CPU compiles: a rejected kernel sends the
