@@ -14,7 +14,7 @@ from mlirc.dialects.mlirc_dialect import OPS, UNARY_OPS
 from mlirc.errors import VerificationError
 
 COMPARE_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
-LOGICAL_OPS = frozenset({"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf"})
+LOGICAL_OPS = frozenset({"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "signbit"})
 
 
 def i64_array(values: Sequence[int]) -> ir.Attribute:

@@ -23,12 +23,14 @@ class OpSignature:
 UNARY_OPS = (
     "neg abs exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan "
     "sinh cosh tanh asinh acosh atanh sigmoid erf erfc floor ceil round trunc sign reciprocal "
-    "logical_not bitwise_not isnan isinf relu"
+    "logical_not bitwise_not isnan isinf relu signbit "
+    "lgamma digamma trigamma erfinv erfcx ndtri i0 i0e i1 i1e"
 ).split()
 
 BINARY_OPS = (
     "add sub mul div floor_div remainder fmod pow maximum minimum atan2 eq ne lt le gt ge "
-    "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor"
+    "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor copysign fmax fmin hypot "
+    "zeta nextafter"
 ).split()
 
 REDUCTION_OPS = "reduce_sum reduce_prod reduce_max reduce_min reduce_any reduce_all argmax argmin".split()

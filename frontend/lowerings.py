@@ -21,6 +21,7 @@ from mlirc.dialects import shapes
 from mlirc.frontend.importer import LoweringContext, node_meta, result_dtype
 
 aten = torch.ops.aten
+prims = torch.ops.prims
 Lowering = Callable[[LoweringContext, fx.Node], Any]
 
 LOWERINGS: dict[Any, Lowering] = {}
@@ -137,8 +138,20 @@ UNARY_TABLE = {
     aten.reciprocal.default: "reciprocal",
     aten.bitwise_not.default: "bitwise_not",
     aten.relu.default: "relu",
+    # special functions (passes/special_math.py)
+    aten.lgamma.default: "lgamma",
+    aten.digamma.default: "digamma",
+    aten.erfinv.default: "erfinv",
+    aten.special_erfcx.default: "erfcx",
+    aten.i0.default: "i0",
+    aten.special_modified_bessel_i0.default: "i0",
+    aten.special_i0e.default: "i0e",
+    aten.special_i1.default: "i1",
+    aten.special_modified_bessel_i1.default: "i1",
+    aten.special_i1e.default: "i1e",
+    aten.special_ndtri.default: "ndtri",
 }
-PREDICATE_TABLE = {aten.isnan.default: "isnan", aten.isinf.default: "isinf"}
+PREDICATE_TABLE = {aten.isnan.default: "isnan", aten.isinf.default: "isinf", aten.signbit.default: "signbit"}
 BINARY_TABLE = {
     aten.mul.Tensor: "mul",
     aten.mul.Scalar: "mul",
@@ -160,6 +173,18 @@ BINARY_TABLE = {
     aten.bitwise_and.Scalar: "bitwise_and",
     aten.bitwise_or.Scalar: "bitwise_or",
     aten.bitwise_xor.Scalar: "bitwise_xor",
+    aten.copysign.Tensor: "copysign",
+    aten.copysign.Scalar: "copysign",
+    aten.fmax.default: "fmax",
+    aten.fmin.default: "fmin",
+    aten.hypot.default: "hypot",
+    prims.fmax.default: "fmax",
+    prims.fmin.default: "fmin",
+    prims.hypot.default: "hypot",
+    aten.special_zeta.default: "zeta",
+    aten.special_zeta.self_scalar: "zeta",
+    aten.special_zeta.other_scalar: "zeta",
+    aten.nextafter.default: "nextafter",
 }
 COMPARE_TABLE = {getattr(aten, name).Tensor: name for name in ("eq", "ne", "lt", "le", "gt", "ge")} | {
     getattr(aten, name).Scalar: name for name in ("eq", "ne", "lt", "le", "gt", "ge")
@@ -213,6 +238,18 @@ def _angle(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     zero = lctx.typed(0.0, dtype)
     angle = b.elementwise("select", b.elementwise("lt", x, zero), lctx.typed(math.pi, dtype), zero)
     return b.elementwise("select", b.elementwise("isnan", x), x, angle)
+
+
+@register(aten.polygamma.default)
+def _polygamma(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """As ATen: digamma, trigamma, then (-1)^(n+1) n! zeta(n + 1, x)."""
+    order, dtype = node.args[0], out_dtype(node)
+    x = lctx.typed(node.args[1], dtype)
+    if order in (0, 1):
+        return b.elementwise("digamma" if order == 0 else "trigamma", x)
+    scale = (1.0 if order % 2 else -1.0) * math.exp(math.lgamma(order + 1.0))
+    zeta = b.elementwise("zeta", lctx.typed(float(order + 1), dtype), x)
+    return b.elementwise("mul", zeta, lctx.typed(scale, dtype))
 
 
 @register(aten.round.decimals)

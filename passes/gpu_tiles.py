@@ -41,6 +41,9 @@ LIBDEVICE = {
     "math.roundeven": "rint",
     "math.powf": "pow",
 }
+# Triton lowers these natively in f32 only (fast approximations); in f64 they are
+# libdevice calls (special functions compute in f64: passes/special_math.py).
+LIBDEVICE_F64 = {f"math.{n}": n for n in "exp exp2 log log2 sin cos erf".split()}
 
 _INF = float("inf")
 # The combiner's identity: what masked lanes hold, so they never change a row's result.
@@ -532,6 +535,8 @@ class TileEmitter:
             raise _fail(self.kernel, f"'{name}' in a generic's body has no Triton lowering")
         if name in LIBDEVICE:
             return [self.libdevice(LIBDEVICE[name], [self.lookup(values, v) for v in op.operands])]
+        if name in LIBDEVICE_F64 and isinstance(op.operands[0].type, ir.F64Type):
+            return [self.libdevice(LIBDEVICE_F64[name], [self.lookup(values, v) for v in op.operands])]
         operands = [self.lookup(values, v) for v in op.operands]
         if name in ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp"):
             return [self.lower_cast(op, operands[0])]

@@ -14,6 +14,7 @@ from mlir.dialects import arith, math
 
 from mlirc.dialects import shapes
 from mlirc.errors import UnsupportedOpError
+from mlirc.passes.special_math import SPECIAL_FLOAT_BODIES
 
 Body = Callable[..., ir.Value]
 
@@ -91,6 +92,30 @@ def _float_isinf(x: ir.Value) -> ir.Value:
     return arith.cmpf(arith.CmpFPredicate.OEQ, math.absf(x), const(x.type, float("inf")))
 
 
+def _float_signbit(x: ir.Value) -> ir.Value:
+    """The sign bit itself: true for -0.0 and for a NaN with its sign set."""
+    if not isinstance(x.type, (ir.F32Type, ir.F64Type)):
+        x = arith.extf(ir.F32Type.get(), x)  # keeps the sign of zeros and NaNs
+    width = 64 if isinstance(x.type, ir.F64Type) else 32
+    bits = arith.bitcast(ir.IntegerType.get_signless(width), x)
+    return arith.cmpi(arith.CmpIPredicate.slt, bits, const(bits.type, 0))
+
+
+def _float_nextafter(x: ir.Value, y: ir.Value) -> ir.Value:
+    """The next float after x towards y: one step of the bit pattern, which is
+    monotonic in magnitude; from zero, the smallest subnormal with y's sign."""
+    bits_type = ir.IntegerType.get_signless(_float_width(x.type))
+    bits = arith.bitcast(bits_type, x)
+    zero = const(x.type, 0)
+    away = arith.xori(_fcmp("OLT")(x, y), _fcmp("OGT")(x, zero))  # 0: the magnitude grows
+    step = arith.select(away, const(bits_type, -1), const(bits_type, 1))
+    result = arith.bitcast(x.type, arith.addi(bits, step))
+    tiny = math.copysign(arith.bitcast(x.type, const(bits_type, 1)), y)
+    result = arith.select(_fcmp("OEQ")(x, zero), tiny, result)
+    result = arith.select(_fcmp("OEQ")(x, y), y, result)
+    return arith.select(_fcmp("UNO")(x, y), arith.addf(x, y), result)
+
+
 def _fcmp(pred: str) -> Body:
     return lambda a, b: arith.cmpf(getattr(arith.CmpFPredicate, pred), a, b)
 
@@ -113,6 +138,9 @@ FLOAT_BODIES: dict[str, Body] = {
     "remainder": _float_remainder, "fmod": arith.remf, "pow": math.powf, "maximum": arith.maximumf,
     "minimum": arith.minimumf, "atan2": math.atan2,
     "eq": _fcmp("OEQ"), "ne": _fcmp("UNE"), "lt": _fcmp("OLT"), "le": _fcmp("OLE"), "gt": _fcmp("OGT"), "ge": _fcmp("OGE"),
+    "signbit": _float_signbit,
+    "nextafter": _float_nextafter,
+    **SPECIAL_FLOAT_BODIES,
 }  # fmt: skip
 
 INT_BODIES: dict[str, Body] = {
@@ -127,7 +155,8 @@ INT_BODIES: dict[str, Body] = {
     "div": lambda a, b: arith.divsi(a, _safe_divisor(b)),
     "floor_div": lambda a, b: arith.floordivsi(a, _safe_divisor(b)),
     "remainder": _int_remainder, "fmod": lambda a, b: arith.remsi(a, _safe_divisor(b)),
-    "pow": math.ipowi, "maximum": arith.maxsi, "minimum": arith.minsi,
+    "pow": math.ipowi, "maximum": arith.maxsi, "minimum": arith.minsi, "fmax": arith.maxsi, "fmin": arith.minsi,
+    "signbit": lambda x: arith.cmpi(arith.CmpIPredicate.slt, x, const(x.type, 0)),
     "bitwise_and": arith.andi, "bitwise_or": arith.ori, "bitwise_xor": arith.xori,
     "logical_and": arith.andi, "logical_or": arith.ori, "logical_xor": arith.xori,
     "eq": _icmp("eq"), "ne": _icmp("ne"), "lt": _icmp("slt"), "le": _icmp("sle"), "gt": _icmp("sgt"), "ge": _icmp("sge"),
@@ -136,7 +165,8 @@ INT_BODIES: dict[str, Body] = {
 # On i1, max/min are or/and and ordering compares are unsigned (true > false).
 BOOL_BODIES: dict[str, Body] = {
     **INT_BODIES,
-    "maximum": arith.ori, "minimum": arith.andi,
+    "maximum": arith.ori, "minimum": arith.andi, "fmax": arith.ori, "fmin": arith.andi,
+    "signbit": lambda x: const(ir.IntegerType.get_signless(1), 0),
     "lt": _icmp("ult"), "le": _icmp("ule"), "gt": _icmp("ugt"), "ge": _icmp("uge"),
 }  # fmt: skip
 

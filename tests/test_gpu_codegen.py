@@ -27,6 +27,10 @@ FUSED_ROWS = {"softmax", "layer_norm"}  # one kernel each (rows of 10007 are too
 
 CASES = {
     "pointwise": (lambda x, y: torch.sigmoid(x) * y + 1, [(7, 33), (33,)]),
+    "special_functions": (  # float64 math inside a float32 kernel: libdevice calls
+        lambda x: torch.lgamma(x) + torch.special.i0e(x) + torch.erfinv(x.tanh()) + torch.polygamma(2, x.abs() + 1),
+        [(5, 37)],
+    ),
     "transpose_broadcast": (lambda x, y: torch.tanh(x.t()) - y, [(33, 7), (7, 1)]),
     "softmax": (lambda x: torch.softmax(x, -1), [(5, 1000)]),
     "long_rows": (lambda x: torch.logsumexp(x, -1), [(3, 10007)]),

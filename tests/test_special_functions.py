@@ -1,0 +1,82 @@
+"""Special functions (passes/special_math.py) vs eager over their whole domains:
+poles, signed zeros, infinities, NaN, huge and tiny arguments, both dtypes."""
+
+import math
+
+import pytest
+import torch
+from conftest import compile_and_compare
+
+S = torch.special
+
+EDGES = [0.0, -0.0, 1.0, 2.0, -1.0, -2.0, -2.5, 0.5, 1e-30, -1e-30, 1e30, -1e30, math.inf, -math.inf, math.nan]
+
+
+def _domain(dtype: torch.dtype, low: float, high: float, extra: list[float] = EDGES) -> torch.Tensor:
+    """Random values over [low, high] (a prime count, not a tile multiple), plus edges."""
+    torch.manual_seed(0)
+    spread = torch.rand(997, dtype=torch.float64) * (high - low) + low
+    return torch.cat([spread, torch.tensor(extra, dtype=torch.float64)]).to(dtype)
+
+
+UNARY = {  # name: (fn, low, high)
+    "lgamma": (torch.lgamma, -30, 200),
+    "digamma": (torch.digamma, -30, 200),
+    "trigamma": (lambda x: torch.polygamma(1, x), -20, 100),
+    "polygamma3": (lambda x: torch.polygamma(3, x), -9, 50),
+    "erfinv": (torch.erfinv, -1, 1),
+    "erfcx": (S.erfcx, -25, 1e4),
+    "ndtri": (S.ndtri, 0, 1),
+    "i0": (torch.i0, -750, 750),
+    "i0e": (S.i0e, -1e3, 1e3),
+    "i1": (S.i1, -750, 750),
+    "i1e": (S.i1e, -1e3, 1e3),
+    "modified_bessel_i0": (S.modified_bessel_i0, -60, 60),
+    "signbit": (torch.signbit, -5, 5),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_special(name, dtype):
+    fn, low, high = UNARY[name]
+    tol = 1e-4 if dtype == torch.float32 else 1e-7
+    compile_and_compare(fn, _domain(dtype, low, high), rtol=tol, atol=tol)
+
+
+def test_erfinv_tails_and_ndtri_tiny_probabilities():
+    # where erf cannot resolve 1 - |y|: the tails go through erfc
+    y = torch.tensor([1 - 1e-12, 1 - 1e-16, -(1 - 1e-15), 0.999999, 1e-300], dtype=torch.float64)
+    compile_and_compare(torch.erfinv, y, rtol=1e-7, atol=1e-7)
+    torch._dynamo.reset()
+    p = torch.tensor([1e-300, 1e-30, 1e-10, 0.3, 1 - 1e-12], dtype=torch.float64)
+    compile_and_compare(S.ndtri, p, rtol=1e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_binary_special(dtype):
+    x, y = _domain(dtype, -50, 50), _domain(dtype, -50, 50).flip(0)
+    compile_and_compare(torch.hypot, x, y)
+    compile_and_compare(torch.copysign, x, y)
+    compile_and_compare(torch.fmax, x, y)
+    compile_and_compare(torch.fmin, x, y)
+    compile_and_compare(torch.nextafter, x, y, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_zeta(dtype):
+    s = torch.tensor([1.0, 0.5, 2.0, 3.0, 4.0, 2.5, 7.0, 30.0, math.inf, 2.0, 3.0, 3.5, 2.0], dtype=dtype)
+    q = torch.tensor([2.0, 2.0, 1.0, 0.25, 1e-3, 9.5, 50.0, 1.5, 2.0, -2.5, -7.3, -1.5, -3.0], dtype=dtype)
+    tol = 1e-4 if dtype == torch.float32 else 1e-7
+    compile_and_compare(S.zeta, s, q, rtol=tol, atol=tol)
+    torch._dynamo.reset()  # a new shape would recompile with symbolic shapes
+    # broadcast: one s against many q, in a non-contiguous layout
+    q2 = _domain(dtype, 0.01, 40)[:900].reshape(30, 30).t()
+    compile_and_compare(S.zeta, torch.full((1, 30), 3.0, dtype=dtype), q2, rtol=tol, atol=tol)
+
+
+def test_integer_inputs_promote():
+    x = torch.randint(-5, 40, (37,))
+    compile_and_compare(torch.lgamma, x)
+    compile_and_compare(torch.signbit, x)
+    compile_and_compare(lambda t: S.i0e(t) + torch.digamma(t), x)
