@@ -548,6 +548,7 @@ class TileEmitter:
         kind = _join([x.kind for x in operands])
         types = [tt.tensor_type(self.shape(kind), compute_type(r.type)) for r in op.results]
         attrs = {a: op.attributes[a] for a in op.attributes}
+        name = "tt.bitcast" if name == "arith.bitcast" else name  # Triton bitcasts tensors with its own op
         new = tt.create(name, [self.to_kind(x, kind) for x in operands], types, attrs)
         return [Tiled(r, kind) for r in new.results]
 

@@ -120,6 +120,17 @@ def widened(body: Body, narrow_aware: bool = False) -> Body:
     return wide
 
 
+def at_least_float32(body: Body) -> Body:
+    """`body` in the operand's precision, but half types in float32 (torch's opmath)."""
+
+    def run(x: ir.Value) -> ir.Value:
+        if isinstance(x.type, (ir.F32Type, ir.F64Type)):
+            return body(x)
+        return arith.truncf(x.type, body(arith.extf(ir.F32Type.get(), x)))
+
+    return run
+
+
 # ---------------------------------------------------------------- gamma family
 
 
@@ -353,7 +364,7 @@ def hypot(a: ir.Value, b: ir.Value) -> ir.Value:
 SPECIAL_FLOAT_BODIES: dict[str, Body] = {
     "lgamma": widened(lgamma),
     "digamma": widened(digamma),
-    "trigamma": trigamma,
+    "trigamma": at_least_float32(trigamma),
     "erfinv": widened(erfinv),
     "erfcx": widened(erfcx),
     "i0": widened(_bessel(0, scaled=False), narrow_aware=True),

@@ -27,6 +27,7 @@ FUSED_ROWS = {"softmax", "layer_norm"}  # one kernel each (rows of 10007 are too
 
 CASES = {
     "pointwise": (lambda x, y: torch.sigmoid(x) * y + 1, [(7, 33), (33,)]),
+    "bit_patterns": (lambda x, y: torch.where(torch.signbit(x), torch.nextafter(x, y), y), [(9, 13), (13,)]),
     "special_functions": (  # float64 math inside a float32 kernel: libdevice calls
         lambda x: torch.lgamma(x) + torch.special.i0e(x) + torch.erfinv(x.tanh()) + torch.polygamma(2, x.abs() + 1),
         [(5, 37)],
