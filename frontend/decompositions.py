@@ -48,6 +48,8 @@ EXTRA = (
     aten.adaptive_max_pool2d.default,
     aten.dist.default,
     aten._batch_norm_with_update_functional.default,
+    aten.grid_sampler_2d.default,
+    aten.max_pool3d_with_indices.default,
 )
 
 

@@ -46,8 +46,8 @@ def _reduction(name: str, cast_to_bool: bool = False):
 for _ops, _name, _bool in (
     ((aten.sum.dim_IntList, aten.sum.default), "reduce_sum", False),
     ((aten.prod.dim_int, aten.prod.default), "reduce_prod", False),
-    ((aten.amax.default,), "reduce_max", False),
-    ((aten.amin.default,), "reduce_min", False),
+    ((aten.amax.default, aten.max.default), "reduce_max", False),
+    ((aten.amin.default, aten.min.default), "reduce_min", False),
     ((aten.any.dim, aten.any.dims, aten.any.default), "reduce_any", True),
     ((aten.all.dim, aten.all.dims, aten.all.default), "reduce_all", True),
 ):
@@ -219,6 +219,25 @@ def _addmm(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     return b.elementwise("add", product, bias)
 
 
+@register(aten.addbmm.default, check=_float_only)
+def _addbmm(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """beta * self + alpha * sum over the batch of batch1 @ batch2."""
+    dtype = out_dtype(node)
+    lhs, rhs = lctx.typed(node.args[1], dtype), lctx.typed(node.args[2], dtype)
+    batch, rows, cols = node_meta(node.args[1]).shape[0], *out_shape(node)
+    products = b.create("batch_matmul", [lhs, rhs], shapes.torch_tensor_type((batch, rows, cols), dtype))
+    total = b.reduce("reduce_sum", products, [0], False)
+    beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
+    if alpha != 1:
+        total = b.elementwise("mul", total, lctx.typed(alpha, dtype))
+    if beta == 0:  # as ATen: self is ignored, NaN or not
+        return total
+    bias = lctx.typed(node.args[0], dtype)
+    if beta != 1:
+        bias = b.elementwise("mul", bias, lctx.typed(beta, dtype))
+    return b.elementwise("add", total, bias)
+
+
 def _conv_check(node: fx.Node) -> str | None:
     if node.args[6]:
         return "transposed convolution"
@@ -242,8 +261,6 @@ def _convolution(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 
 def _pool_check(node: fx.Node) -> str | None:
-    if arg(node, 5, "ceil_mode", False):
-        return "ceil_mode"
     if len(node_meta(node.args[0]).shape) != 4:
         return "only batched 2-D pooling"
     return _only_first_result_used(node)
@@ -257,9 +274,33 @@ def _max_pool2d(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, None]:
     padding = list(arg(node, 3, "padding", [0, 0]))
     dilation = list(arg(node, 4, "dilation", [1, 1]))
     expand = lambda v: v * 2 if len(v) == 1 else v
+    kernel, stride, padding, dilation = expand(kernel), expand(stride), expand(padding), expand(dilation)
     result_type = shapes.tensor_type(out_shape(node), shapes.elem_of(x))
+    if arg(node, 5, "ceil_mode", False):
+        x, padding = _pad_for_ceil_mode(lctx, node, x, kernel, stride, padding, dilation), [0, 0]
     out = b.create(
         "max_pool2d", [x], result_type,
-        kernel=expand(kernel), stride=expand(stride), padding=expand(padding), dilation=expand(dilation),
+        kernel=kernel, stride=stride, padding=padding, dilation=dilation,
     )  # fmt: skip
     return out, None
+
+
+def _pad_for_ceil_mode(
+    lctx: LoweringContext, node: fx.Node, x: ir.Value, kernel: list[int], stride: list[int],
+    padding: list[int], dilation: list[int],
+) -> ir.Value:  # fmt: skip
+    """ceil_mode's last, partial windows as whole ones: pad the high side with the
+    lowest value, as far as the last window (whose size torch already decided) reaches."""
+    shape = shapes.shape_of(x)
+    out_hw = out_shape(node)[2:]
+    high = [
+        max(padding[i], (out_hw[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - shape[2 + i] - padding[i])
+        for i in range(2)
+    ]
+    dtype = out_dtype(node)
+    lowest = -math.inf if dtype.is_floating_point else torch.iinfo(dtype).min
+    padded = [*shape[:2], shape[2] + padding[0] + high[0], shape[3] + padding[1] + high[1]]
+    return b.create(
+        "pad", [x, lctx.typed(lowest, dtype)], shapes.torch_tensor_type(padded, dtype),
+        low=[0, 0, *padding], high=[0, 0, *high],
+    )  # fmt: skip
