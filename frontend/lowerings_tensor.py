@@ -165,6 +165,54 @@ def _index(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     return b.reshape(_gather_along(b.reshape(x, collapsed), first, flat_index), out_shape(node))
 
 
+def _as_strided_check(node: fx.Node) -> str | None:
+    """Storage order is value order only for a contiguous input at offset 0."""
+    x = node_meta(node.args[0])
+    if x.storage_offset() != 0 or not x.is_contiguous():
+        return "as_strided of a non-contiguous input (its storage layout is not in the graph)"
+    size, stride = node.args[1], node.args[2]
+    offset = arg(node, 3, "storage_offset", None) or 0
+    last = offset + sum((n - 1) * s for n, s in zip(size, stride, strict=True) if n > 0)
+    if math.prod(size) and (last >= x.numel() or offset < 0):
+        return "as_strided beyond the input's elements"
+    return None
+
+
+@register(aten.as_strided.default, aten.as_strided_copy.default, check=_as_strided_check)
+def _as_strided(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """A gather from the flattened input at offset + sum(i_k * stride_k)."""
+    x = lctx.value(node.args[0])
+    size, stride = list(node.args[1]), list(node.args[2])
+    offset = arg(node, 3, "storage_offset", None) or 0
+    index_type = shapes.torch_tensor_type(size, torch.int64)
+    linear = b.broadcast(lctx.typed(offset, torch.int64), size)
+    for dim, step in enumerate(stride):
+        position = b.create("iota", [], index_type, dim=dim)
+        linear = b.elementwise("add", linear, b.elementwise("mul", position, lctx.typed(step, torch.int64)))
+    flat = b.reshape(x, [math.prod(shapes.shape_of(x))])
+    return b.reshape(_gather_along(flat, 0, b.reshape(linear, [math.prod(size)])), size)
+
+
+@register(aten.unfold.default, aten.unfold_copy.default)
+def _unfold(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """Windows of `size` every `step` along `dim`, as a new last dim: one gather
+    along `dim` at positions i * step + j, reshaped and moved into place."""
+    x = lctx.value(node.args[0])
+    shape = list(shapes.shape_of(x))
+    rank = len(shape)
+    dim, size, step = node.args[1] % max(rank, 1), node.args[2], node.args[3]
+    if rank == 0:  # a 0-d tensor unfolds into [1]
+        return b.reshape(x, [1])
+    windows = out_shape(node)[dim]
+    grid = shapes.torch_tensor_type((windows, size), torch.int64)
+    starts = b.elementwise("mul", b.create("iota", [], grid, dim=0), lctx.typed(step, torch.int64))
+    positions = b.elementwise("add", starts, b.create("iota", [], grid, dim=1))
+    gathered = _gather_along(x, dim, b.reshape(positions, [windows * size]))
+    split = shape[:dim] + [windows, size] + shape[dim + 1 :]
+    order = [d for d in range(rank + 1) if d != dim + 1] + [dim + 1]
+    return b.permute(b.reshape(gathered, split), order)
+
+
 @register(aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default, aten.empty_permuted.default)
 def _empty(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     """Uninitialized in eager; zeros here (as cheap, and deterministic)."""

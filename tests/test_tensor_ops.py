@@ -87,3 +87,27 @@ def test_angle_and_conj_of_real_tensors():
         return torch.angle(x), torch.angle((x.nan_to_num() * 3).long()), torch.conj_physical(x) + 1
 
     compile_and_compare(f, x)
+
+
+@pytest.mark.parametrize(
+    "shape,dim,size,step", [((13,), 0, 4, 3), ((5, 11, 3), 1, 2, 2), ((7, 9), -1, 9, 1), ((4, 6), 0, 1, 5)]
+)
+def test_unfold(shape, dim, size, step):
+    compile_and_compare(lambda x: x.unfold(dim, size, step) * 2, torch.randn(shape))
+
+
+def test_unfold_of_a_non_contiguous_input():
+    compile_and_compare(lambda x: x.t().unfold(1, 3, 2) + 1, torch.randn(11, 6))
+
+
+def test_as_strided_gathers_from_storage_order():
+    x = torch.randn(7, 13)
+    compile_and_compare(lambda t: (t + 1).as_strided((5, 4), (3, 2), 6), x)
+    torch._dynamo.reset()
+    compile_and_compare(lambda t: torch.as_strided(t * 2, (0, 3), (1, 1)), x)
+
+
+def test_as_strided_of_a_view_falls_back_correctly():
+    # the input's storage layout is not the graph's: eager runs it, and agrees
+    x = torch.randn(6, 10)
+    compile_and_compare(lambda t: t.t().as_strided((4, 3), (1, 2)), x, expect_no_fallback=False)
