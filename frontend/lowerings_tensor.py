@@ -213,6 +213,87 @@ def _unfold(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     return b.permute(b.reshape(gathered, split), order)
 
 
+# A scatter here is a dense masked reduction over (target, update) pairs: no
+# atomics, vectorizes, and is exact (sums in update order per target).  Its cost is
+# targets x updates, so only small scatters are compiled; larger ones fall back.
+DENSE_SCATTER_LIMIT = 1 << 22
+
+
+def _index_put_check(node: fx.Node) -> str | None:
+    reason = _index_check(node)
+    if reason:
+        return reason
+    x, values = node_meta(node.args[0]), node_meta(node.args[2])
+    if values.dtype != x.dtype and (values.dtype.is_floating_point and not x.dtype.is_floating_point):
+        return "values of a wider kind than the tensor"
+    index_shape = torch.broadcast_shapes(*(node_meta(i).shape for i in node.args[1] if i is not None))
+    if not arg(node, 3, "accumulate", False) and sum(n > 1 for n in index_shape) > 1:
+        # Duplicate targets keep the update ATen writes last, in TensorIterator's
+        # order; over one index dim that is the last one, over several it is not defined.
+        return "index_put over a multi-dim index without accumulate (order of duplicates)"
+    updates = math.prod(index_shape)
+    if x.numel() * updates > DENSE_SCATTER_LIMIT:
+        return f"a scatter of {updates} updates into {x.numel()} elements (dense limit {DENSE_SCATTER_LIMIT})"
+    return None
+
+
+@register(aten.index_put.default, check=_index_put_check)
+def _index_put(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """x[indices] = values (or += with accumulate).  The indexed dims collapse to one
+    of M targets and the broadcast indices to K updates; each target takes the sum
+    of its updates, or the last one written, through a [M, K] match mask."""
+    dtype = out_dtype(node)
+    x = lctx.typed(node.args[0], dtype)
+    indices = list(node.args[1]) + [None] * (len(shapes.shape_of(x)) - len(node.args[1]))
+    positions = [d for d, index in enumerate(indices) if index is not None]
+    rank = len(shapes.shape_of(x))
+    order = list(range(rank))
+    if positions != list(range(positions[0], positions[-1] + 1)):  # as x[i, :, j]: broadcast dims first
+        order = positions + [d for d in range(rank) if d not in positions]
+        x = b.permute(x, order)
+        indices = [indices[d] for d in positions] + [None] * (rank - len(positions))
+        positions = list(range(len(positions)))
+    shape = list(shapes.shape_of(x))
+    first, last = positions[0], positions[-1]
+    linear = None
+    for d in positions:
+        index = _index_operand(lctx, indices[d])
+        size = lctx.typed(shape[d], torch.int64)
+        negative = b.elementwise("lt", index, lctx.typed(0, torch.int64))
+        wrapped = b.elementwise("select", negative, b.elementwise("add", index, size), index)
+        linear = wrapped if linear is None else b.elementwise("add", b.elementwise("mul", linear, size), wrapped)
+    index_shape = list(shapes.shape_of(linear))
+    targets, updates = math.prod(shape[first : last + 1]), math.prod(index_shape)
+    pre, post = shape[:first], shape[last + 1 :]
+    collapsed = b.reshape(x, pre + [targets] + post)
+    # values broadcast to [pre, index_shape, post], then [pre, 1, K, post]
+    values = b.broadcast(lctx.typed(node.args[2], dtype), pre + index_shape + post)
+    values = b.reshape(values, pre + [1, updates] + post)
+    grid = shapes.torch_tensor_type((targets, updates), torch.int64)
+    match = b.elementwise("eq", b.reshape(linear, [1, updates]), b.create("iota", [], grid, dim=0))
+    expand = [1] * len(pre) + [targets, updates] + [1] * len(post)
+    match_full = b.reshape(match, expand)
+    k_dim = len(pre) + 1
+    if arg(node, 3, "accumulate", False):
+        picked = b.elementwise("select", match_full, values, lctx.typed(0, dtype))
+        if dtype == torch.bool:  # True + True stays True
+            result = b.elementwise("logical_or", collapsed, b.reduce("reduce_any", picked, [k_dim], False))
+        else:
+            result = b.elementwise("add", collapsed, b.reduce("reduce_sum", picked, [k_dim], False))
+    else:  # the last update wins, as in ATen's sequential loop
+        k = b.create("iota", [], grid, dim=1)
+        latest = b.reduce("reduce_max", b.elementwise("select", match, k, lctx.typed(-1, torch.int64)), [1], False)
+        hit = b.elementwise("ge", latest, lctx.typed(0, torch.int64))
+        clamped = b.elementwise("select", hit, latest, lctx.typed(0, torch.int64))
+        chosen = _gather_along(b.reshape(values, pre + [updates] + post), len(pre), clamped)
+        hit_full = b.reshape(hit, [1] * len(pre) + [targets] + [1] * len(post))
+        result = b.elementwise("select", hit_full, chosen, collapsed)
+    result = b.reshape(result, shape)
+    if order != list(range(rank)):
+        result = b.permute(result, [order.index(d) for d in range(rank)])
+    return result
+
+
 @register(aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default, aten.empty_permuted.default)
 def _empty(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     """Uninitialized in eager; zeros here (as cheap, and deterministic)."""

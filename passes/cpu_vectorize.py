@@ -118,6 +118,10 @@ def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | N
     if not all(isinstance(e, ir.AffineDimExpr) for e in out_map.results):
         return None  # the split-reduction tiling asserts (aborts) on constant results
     body = op.regions[0].blocks[0]
+    if any(inner.name == "linalg.index" for inner in body.operations):
+        # The reduction's split tiling and its vectorization both misplace an index
+        # of the reduced dim (argmax-like bodies came out wrong): these stay scalar.
+        return None
     yielded = list(body.operations)[-1].operands[0]
     combiner = yielded.owner
     acc = body.arguments[len(body.arguments) - 1]

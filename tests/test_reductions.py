@@ -59,3 +59,13 @@ def test_repeated_calls_do_not_leak():
         f(x)
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 16 * 1024, f"resident memory grew by {grown_kib} KiB over 200 calls"
+
+
+@pytest.mark.parametrize("length", [5, 33, 100, 1003])
+def test_reduction_reading_the_reduced_index(length):
+    """An iota of the reduced dim fused into the reduction (the last index where a
+    mask holds, a weighted sum): once vectorized with the index misplaced."""
+    mask = torch.rand(9, length) > 0.5
+    compile_and_compare(lambda m: torch.where(m, torch.arange(length), -1).amax(1), mask)
+    torch._dynamo.reset()
+    compile_and_compare(lambda x: (x * torch.arange(length)).sum(-1) / length, torch.randn(4, 9, length))

@@ -111,3 +111,22 @@ def test_as_strided_of_a_view_falls_back_correctly():
     # the input's storage layout is not the graph's: eager runs it, and agrees
     x = torch.randn(6, 10)
     compile_and_compare(lambda t: t.t().as_strided((4, 3), (1, 2)), x, expect_no_fallback=False)
+
+
+def test_index_put_last_update_wins_and_accumulate_sums_duplicates():
+    x, values = torch.randn(11, 7), torch.randn(6, 7)
+    index = torch.tensor([3, -1, 3, 0, 10, 3])  # duplicates and a negative index
+    compile_and_compare(lambda t, i, v: t.index_put((i,), v), x, index, values)
+    torch._dynamo.reset()
+    compile_and_compare(lambda t, i, v: t.index_put((i,), v, accumulate=True), x, index, values)
+
+
+def test_index_put_forms():
+    x = torch.randn(5, 6, 4)
+    rows, cols = torch.tensor([[0], [4]]), torch.tensor([1, 5, 2])  # broadcast to [2, 3]
+    compile_and_compare(lambda t: t.index_put((rows, cols), torch.tensor(2.5), accumulate=True), x)
+    torch._dynamo.reset()
+    compile_and_compare(lambda t: t.transpose(0, 2).index_add(0, torch.tensor([2, 2, 0]), torch.ones(3, 6, 5)), x)
+    torch._dynamo.reset()
+    flags = torch.zeros(9, dtype=torch.bool)
+    compile_and_compare(lambda f: f.index_put((torch.tensor([1, 1, 4]),), torch.tensor(True), accumulate=True), flags)
