@@ -304,3 +304,57 @@ def _pad_for_ceil_mode(
         "pad", [x, lctx.typed(lowest, dtype)], shapes.torch_tensor_type(padded, dtype),
         low=[0, 0, *padding], high=[0, 0, *high],
     )  # fmt: skip
+
+
+def _pair(values: list[int] | tuple[int, ...]) -> list[int]:
+    """A pooling argument for both spatial dims (torch accepts one for both)."""
+    return list(values) * 2 if len(values) == 1 else list(values)
+
+
+def _avg_pool_check(node: fx.Node) -> str | None:
+    if not out_dtype(node).is_floating_point:
+        return f"{out_dtype(node)} average pooling"
+    return None if len(node_meta(node.args[0]).shape) in (3, 4) else "only 2-D pooling"
+
+
+@register(aten.avg_pool2d.default, check=_avg_pool_check)
+def _avg_pool2d(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """Window sums as a convolution of each channel with ones; the divisor is the
+    same convolution of a mask that marks what torch counts (padding or not, never
+    ceil_mode's overhang), or divisor_override."""
+    dtype = out_dtype(node)
+    x = lctx.typed(node.args[0], dtype)
+    shape = list(shapes.shape_of(x))
+    kernel = _pair(node.args[1])
+    stride = _pair(arg(node, 2, "stride", None) or kernel)
+    padding = _pair(arg(node, 3, "padding", [0, 0]))
+    include_pad, override = arg(node, 5, "count_include_pad", True), arg(node, 6, "divisor_override", None)
+    height, width = shape[-2:]
+    out_hw = list(out_shape(node)[-2:])
+    overhang = [
+        max(0, (out_hw[i] - 1) * stride[i] + kernel[i] - ([height, width][i] + 2 * padding[i])) for i in range(2)
+    ]
+    ones = b.broadcast(lctx.typed(1.0, dtype), [1, 1, *kernel])
+
+    def window_sums(planes: ir.Value, pad_value: float, count: int) -> ir.Value:
+        padded = [count, 1, height + 2 * padding[0] + overhang[0], width + 2 * padding[1] + overhang[1]]
+        inner = b.create(
+            "pad", [planes, lctx.typed(pad_value, dtype)],
+            shapes.torch_tensor_type([count, 1, height + 2 * padding[0], width + 2 * padding[1]], dtype),
+            low=[0, 0, *padding], high=[0, 0, *padding],
+        )  # fmt: skip
+        outer = b.create(
+            "pad", [inner, lctx.typed(0.0, dtype)], shapes.torch_tensor_type(padded, dtype),
+            low=[0, 0, 0, 0], high=[0, 0, *overhang],
+        )  # fmt: skip
+        result_type = shapes.torch_tensor_type([count, 1, *out_hw], dtype)
+        return b.create("conv2d", [outer, ones], result_type, stride=stride, padding=[0, 0], dilation=[1, 1], groups=1)
+
+    planes = math.prod(shape[:-2])
+    sums = window_sums(b.reshape(x, [planes, 1, height, width]), 0.0, planes)
+    if override:
+        divisor = lctx.typed(float(override), dtype)
+    else:
+        mask = b.broadcast(lctx.typed(1.0, dtype), [1, 1, height, width])
+        divisor = window_sums(mask, 1.0 if include_pad else 0.0, 1)
+    return b.reshape(b.elementwise("div", sums, divisor), out_shape(node))

@@ -95,3 +95,18 @@ def test_lifted_constant_tensor():
         return x * torch.tensor([1.0, -2.0, 3.0]) + torch.tensor(0.5)
 
     compile_and_compare(f, torch.randn(4, 3))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"kernel_size": 3},
+        {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 0)},
+        {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False},
+        {"kernel_size": 2, "stride": 2, "ceil_mode": True},
+        {"kernel_size": 3, "padding": 1, "divisor_override": 5},
+    ],
+)
+def test_avg_pool2d(kwargs):
+    x = torch.randn(2, 3, 11, 7).transpose(2, 3)  # odd sizes, non-contiguous
+    compile_and_compare(lambda t: torch.nn.functional.avg_pool2d(t, **kwargs), x)
