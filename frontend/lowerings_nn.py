@@ -167,8 +167,31 @@ def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Valu
     return out, mean, rstd
 
 
-@register(aten._native_batch_norm_legit_no_training.default, check=_only_first_result_used)
-def _batch_norm_inference(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, None, None]:
+@register(aten._native_batch_norm_legit.no_stats, check=_float_input)
+def _batch_norm_batch_statistics(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Normalized by the batch's own statistics (no running ones): biased variance
+    over every dim but the channels; the mean and 1/std are results too."""
+    dtype = out_dtype(node)
+    x = lctx.typed(node.args[0], dtype)
+    in_shape = shapes.shape_of(x)
+    dims = [d for d in range(len(in_shape)) if d != 1]
+    count = lctx.typed(float(math.prod(in_shape[d] for d in dims)), dtype)
+    mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), count)
+    centered = b.elementwise("sub", x, mean)
+    var = b.elementwise("div", b.reduce("reduce_sum", b.elementwise("mul", centered, centered), dims, True), count)
+    rstd = b.elementwise("rsqrt", b.elementwise("add", var, lctx.typed(float(node.args[5]), dtype)))
+    out = b.elementwise("mul", centered, rstd)
+    weight, bias = node.args[1], node.args[2]
+    if weight is not None:
+        out = b.elementwise("mul", out, _reshape_channels(lctx.typed(weight, dtype), len(in_shape)))
+    if bias is not None:
+        out = b.elementwise("add", out, _reshape_channels(lctx.typed(bias, dtype), len(in_shape)))
+    channels = [in_shape[1]]
+    return out, b.reshape(mean, channels), b.reshape(rstd, channels)
+
+
+@register(aten._native_batch_norm_legit_no_training.default)
+def _batch_norm_inference(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value, ir.Value]:
     dtype = out_dtype(node)
     x = lctx.typed(node.args[0], dtype)
     rank = len(shapes.shape_of(x))
@@ -184,7 +207,8 @@ def _batch_norm_inference(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Valu
         out = b.elementwise("mul", out, channel(weight))
     if bias is not None:
         out = b.elementwise("add", out, channel(bias))
-    return out, None, None
+    empty = b.broadcast(lctx.typed(0.0, dtype), [0])  # inference saves no statistics: ATen's are size 0
+    return out, empty, empty
 
 
 def _float_only(node: fx.Node) -> str | None:
