@@ -24,7 +24,7 @@ UNARY_OPS = (
     "neg abs exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan "
     "sinh cosh tanh asinh acosh atanh sigmoid erf erfc floor ceil round trunc sign reciprocal "
     "logical_not bitwise_not isnan isinf relu signbit "
-    "lgamma digamma trigamma erfinv erfcx ndtri i0 i0e i1 i1e"
+    "lgamma digamma trigamma erfinv erfcx ndtri i0 i0e i1 i1e spherical_bessel_j0"
 ).split()
 
 BINARY_OPS = (

@@ -150,6 +150,7 @@ UNARY_TABLE = {
     aten.special_modified_bessel_i1.default: "i1",
     aten.special_i1e.default: "i1e",
     aten.special_ndtri.default: "ndtri",
+    aten.special_spherical_bessel_j0.default: "spherical_bessel_j0",
 }
 PREDICATE_TABLE = {aten.isnan.default: "isnan", aten.isinf.default: "isinf", aten.signbit.default: "signbit"}
 BINARY_TABLE = {
@@ -347,4 +348,4 @@ def _silu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 
 # Reductions, data movement and nn ops register themselves on import.
-from mlirc.frontend import lowerings_nn, lowerings_tensor  # noqa: E402,F401
+from mlirc.frontend import lowerings_nn, lowerings_search, lowerings_tensor  # noqa: E402,F401

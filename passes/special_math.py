@@ -302,6 +302,15 @@ def erfcx(x: ir.Value) -> ir.Value:
     return arith.select(big, asymptotic, direct)
 
 
+def spherical_bessel_j0(x: ir.Value) -> ir.Value:
+    """sin(x) / x, by its Taylor series below 0.5 (torch's coefficients); 0 at +-inf."""
+    x2 = arith.mulf(x, x)
+    series = _horner(tuple((-1) ** k / pymath.factorial(2 * k + 1) for k in range(6, -1, -1)), x2)
+    direct = arith.divf(math.sin(x), x)
+    result = arith.select(_lt(math.absf(x), c(0.5)), series, direct)
+    return arith.select(_is_inf(x), c(0.0), result)
+
+
 # ---------------------------------------------------------------- modified Bessel I0, I1
 
 
@@ -367,6 +376,7 @@ SPECIAL_FLOAT_BODIES: dict[str, Body] = {
     "trigamma": at_least_float32(trigamma),
     "erfinv": widened(erfinv),
     "erfcx": widened(erfcx),
+    "spherical_bessel_j0": widened(spherical_bessel_j0),
     "i0": widened(_bessel(0, scaled=False), narrow_aware=True),
     "i0e": widened(_bessel(0, scaled=True), narrow_aware=True),
     "i1": widened(_bessel(1, scaled=False), narrow_aware=True),

@@ -33,6 +33,7 @@ UNARY = {  # name: (fn, low, high)
     "i1e": (S.i1e, -1e3, 1e3),
     "modified_bessel_i0": (S.modified_bessel_i0, -60, 60),
     "signbit": (torch.signbit, -5, 5),
+    "spherical_bessel_j0": (S.spherical_bessel_j0, -100, 100),
 }
 
 

@@ -130,3 +130,19 @@ def test_index_put_forms():
     torch._dynamo.reset()
     flags = torch.zeros(9, dtype=torch.bool)
     compile_and_compare(lambda f: f.index_put((torch.tensor([1, 1, 4]),), torch.tensor(True), accumulate=True), flags)
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_and_bucketize(right):
+    sequence = torch.tensor([-1.0, 0.0, 0.0, 2.5, 3.0, float("nan")])  # ties, NaN last
+    values = torch.tensor([[-2.0, 0.0, 1.0], [2.5, 9.0, float("nan")]])
+    compile_and_compare(lambda s, v: torch.searchsorted(s, v, right=right), sequence, values)
+    torch._dynamo.reset()
+    compile_and_compare(lambda v, s: torch.bucketize(v, s[:5], right=right, out_int32=True), values, sequence)
+    torch._dynamo.reset()
+    rows = torch.randn(3, 37).sort(-1).values  # one sorted row per row of values
+    compile_and_compare(lambda s, v: torch.searchsorted(s, v, right=right), rows, torch.randn(3, 11))
+    torch._dynamo.reset()
+    shuffled = torch.randn(23)
+    order = shuffled.argsort()
+    compile_and_compare(lambda s, o, v: torch.searchsorted(s, v, sorter=o), shuffled, order, torch.randn(5, 4))

@@ -1,0 +1,99 @@
+"""Lowerings of searches in sorted data: searchsorted and bucketize.
+
+A binary search per value, unrolled: ceil(log2(n + 1)) rounds of elementwise
+compares and one gather each, so it vectorizes on the CPU and tiles on the GPU.
+The compare is ATen's own (`!(mid >= value)` goes right for the lower bound), which
+puts NaN values, and NaNs at the end of the sequence, where eager puts them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.fx as fx
+from mlir import ir
+
+from mlirc.dialects import builders as b
+from mlirc.dialects import shapes
+from mlirc.frontend.importer import LoweringContext, node_meta, result_dtype
+from mlirc.frontend.lowerings import arg, out_dtype, out_shape, register
+
+aten = torch.ops.aten
+
+
+def _binary_search(
+    lctx: LoweringContext, sequence: ir.Value, values: ir.Value, right: bool, result: torch.dtype
+) -> ir.Value:
+    """For each value, how many entries of its row of `sequence` precede it."""
+    n = shapes.shape_of(sequence)[-1]
+    value_shape = list(shapes.shape_of(values))
+    i64 = torch.int64
+
+    def const(v: int) -> ir.Value:
+        return b.broadcast(lctx.typed(v, i64), value_shape)
+
+    start, end = const(0), const(n)
+    for _ in range(math.ceil(math.log2(n + 1)) if n else 0):
+        active = b.elementwise("lt", start, end)
+        mid = b.elementwise("floor_div", b.elementwise("add", start, end), const(2))
+        at = b.elementwise("minimum", mid, const(n - 1))  # finished lanes may sit at n
+        if len(shapes.shape_of(sequence)) == 1:
+            flat = b.reshape(at, [math.prod(value_shape)])
+            element = shapes.elem_of(sequence)
+            picked = b.create(
+                "index_select", [sequence, flat], shapes.tensor_type((math.prod(value_shape),), element), dim=0
+            )
+            mid_value = b.reshape(picked, value_shape)
+        else:
+            rank = len(value_shape)
+            gathered = shapes.tensor_type(tuple(value_shape), shapes.elem_of(sequence))
+            mid_value = b.create("gather", [sequence, at], gathered, dim=rank - 1)
+        stays = b.elementwise("gt" if right else "ge", mid_value, values)
+        go_right = b.elementwise("logical_and", active, b.elementwise("logical_not", stays))
+        go_left = b.elementwise("logical_and", active, stays)
+        start = b.elementwise("select", go_right, b.elementwise("add", mid, const(1)), start)
+        end = b.elementwise("select", go_left, mid, end)
+    return b.convert(start, shapes.element_type(result))
+
+
+def _search_check(node: fx.Node) -> str | None:
+    sequence = node_meta(node.args[0])
+    if not isinstance(node.args[1], fx.Node):  # a Python scalar
+        return "bool sequence" if sequence.dtype == torch.bool else None
+    values = node_meta(node.args[1])
+    if sequence.dim() > 1 and tuple(sequence.shape[:-1]) != tuple(values.shape[:-1]):
+        return "sequence and values with different leading dims"
+    if sequence.dtype == torch.bool or values.dtype == torch.bool:
+        return "bool sequence"
+    return None
+
+
+@register(aten.searchsorted.Tensor, aten.searchsorted.Scalar, check=_search_check)
+def _searchsorted(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    common = result_dtype(node.args[0], node.args[1])
+    sequence = lctx.typed(node.args[0], common)
+    sorter = node.kwargs.get("sorter")
+    if sorter is not None:  # the sequence in sorted order
+        dim = len(shapes.shape_of(sequence)) - 1
+        order = lctx.typed(sorter, torch.int64)
+        sequence = b.create("gather", [sequence, order], sequence.type, dim=dim)
+    right = bool(node.kwargs.get("right", False)) or node.kwargs.get("side") == "right"
+    values = lctx.typed(node.args[1], common)
+    return b.reshape(_binary_search(lctx, sequence, values, right, out_dtype(node)), out_shape(node))
+
+
+def _bucketize_check(node: fx.Node) -> str | None:
+    if torch.bool in (node_meta(node.args[0]).dtype, node_meta(node.args[1]).dtype):
+        return "bool boundaries"
+    return None
+
+
+@register(aten.bucketize.Tensor, check=_bucketize_check)
+def _bucketize(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """searchsorted of every input value in the 1-D boundaries."""
+    common = result_dtype(node.args[0], node.args[1])
+    values = lctx.typed(node.args[0], common)
+    boundaries = lctx.typed(node.args[1], common)
+    right = bool(arg(node, 3, "right", False))
+    return b.reshape(_binary_search(lctx, boundaries, values, right, out_dtype(node)), out_shape(node))
