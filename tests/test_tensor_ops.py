@@ -146,3 +146,25 @@ def test_searchsorted_and_bucketize(right):
     shuffled = torch.randn(23)
     order = shuffled.argsort()
     compile_and_compare(lambda s, o, v: torch.searchsorted(s, v, sorter=o), shuffled, order, torch.randn(5, 4))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(reduce, include_self):
+    x = torch.randn(6, 5)
+    index = torch.tensor([[0, 1, 0, 5], [2, 2, 2, 1], [5, 0, 3, 3]])  # duplicates, untouched rows
+    src = torch.randn(4, 7)[:, ::2].t()  # larger than the index, non-contiguous
+    src[1, 2] = float("nan")
+    compile_and_compare(lambda t, i, s: t.scatter_reduce(0, i, s, reduce, include_self=include_self), x, index.t(), src)
+
+
+def test_scatter_forms():
+    x, index = torch.randn(4, 9), torch.tensor([[8, 0, 8], [1, 1, 2]])
+    compile_and_compare(lambda t, i: t.scatter(1, i, torch.arange(6.0).view(2, 3)), x, index)
+    torch._dynamo.reset()
+    compile_and_compare(lambda t, i: t.scatter(1, i, 2.5), x, index)
+    torch._dynamo.reset()
+    compile_and_compare(lambda t, i: t.scatter_add(1, i, torch.ones(2, 3)), x, index)
+    torch._dynamo.reset()
+    source = torch.randn(4, 3)
+    compile_and_compare(lambda t, s: t.index_reduce(1, torch.tensor([8, 0, 8]), s, "amax"), x, source)

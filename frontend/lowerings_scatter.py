@@ -1,0 +1,182 @@
+"""Lowerings of scatters along one dim: scatter, scatter_add, scatter_reduce, index_reduce.
+
+Like index_put (lowerings_tensor.py), a scatter here is a dense masked reduction:
+for each target position t along `dim`, the updates j whose index is t are found
+through a [.., T, J, ..] match and folded with the reduction.  No atomics, exact
+update order per target (duplicates: the last j wins, as in ATen's loop), and it
+vectorizes; its cost is targets x updates, so only small scatters are compiled.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.fx as fx
+from mlir import ir
+
+from mlirc.dialects import builders as b
+from mlirc.dialects import shapes
+from mlirc.frontend.importer import LoweringContext, node_meta
+from mlirc.frontend.lowerings import arg, out_dtype, out_shape, register
+from mlirc.frontend.lowerings_tensor import DENSE_SCATTER_LIMIT
+
+aten = torch.ops.aten
+REDUCES = frozenset({"sum", "prod", "mean", "amax", "amin"})
+
+
+def _check(node: fx.Node, index_numel: int, reduce: str | None) -> str | None:
+    x = node_meta(node.args[0])
+    if reduce is not None and reduce not in REDUCES:
+        return f"scatter reduce '{reduce}'"
+    if reduce == "mean" and not x.dtype.is_floating_point:
+        return "an integer scatter mean"
+    if x.dtype == torch.bool and reduce is not None:
+        return "a bool scatter reduction"
+    targets = x.shape[node.args[1] % x.dim()] if x.dim() else 1
+    if targets * index_numel * max(1, x.numel() // max(targets, 1)) > DENSE_SCATTER_LIMIT:
+        return f"a scatter of {index_numel} updates into {x.numel()} elements (dense limit {DENSE_SCATTER_LIMIT})"
+    return None
+
+
+def _scatter_check(node: fx.Node) -> str | None:
+    reduce = node.kwargs.get("reduce")
+    if node.target == aten.scatter_reduce.two:
+        reduce = node.args[4]
+    elif node.target == aten.scatter_add.default:
+        reduce = "sum"
+    elif reduce is not None:  # scatter(..., reduce='add'|'multiply'): ATen's older names
+        reduce = {"add": "sum", "multiply": "prod"}.get(reduce, reduce)
+    return _check(node, node_meta(node.args[2]).numel(), reduce)
+
+
+def _sliced(value: ir.Value, shape: list[int]) -> ir.Value:
+    """The leading corner of `value` of the given shape (src may exceed the index)."""
+    if list(shapes.shape_of(value)) == shape:
+        return value
+    rank = len(shape)
+    return b.create(
+        "slice", [value], shapes.tensor_type(tuple(shape), shapes.elem_of(value)), starts=[0] * rank, steps=[1] * rank
+    )
+
+
+def _padded(value: ir.Value, shape: list[int], fill: ir.Value) -> ir.Value:
+    """`value` grown (high side) to `shape`; positions no update reached hold `fill`."""
+    have = list(shapes.shape_of(value))
+    if have == shape:
+        return value
+    high = [want - got for want, got in zip(shape, have, strict=True)]
+    return b.create(
+        "pad", [value, fill], shapes.tensor_type(tuple(shape), shapes.elem_of(value)), low=[0] * len(shape), high=high
+    )
+
+
+def dense_scatter(
+    lctx: LoweringContext, x: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str | None,
+    include_self: bool, dtype: torch.dtype,
+) -> ir.Value:  # fmt: skip
+    """x with src scattered along `dim` at `index` (same shape as the used part of
+    src), folded by `reduce` (None: the last update wins)."""
+    x_shape, i_shape = list(shapes.shape_of(x)), list(shapes.shape_of(index))
+    targets, updates = x_shape[dim], i_shape[dim]
+    grid = i_shape[:dim] + [targets, updates] + i_shape[dim + 1 :]  # J sits at dim + 1
+    spread = i_shape[:dim] + [1, updates] + i_shape[dim + 1 :]
+    i64 = torch.int64
+    match = b.elementwise(
+        "eq", b.reshape(index, spread), b.create("iota", [], shapes.torch_tensor_type(grid, i64), dim=dim)
+    )
+    values = b.reshape(_sliced(src, i_shape), spread)
+    hit = b.reduce("reduce_any", match, [dim + 1], False)
+    if reduce is None:
+        position = b.create("iota", [], shapes.torch_tensor_type(grid, i64), dim=dim + 1)
+        latest = b.reduce("reduce_max", b.elementwise("select", match, position, lctx.typed(-1, i64)), [dim + 1], False)
+        at = b.elementwise("select", hit, latest, lctx.typed(0, i64))
+        picked = b.create(
+            "gather",
+            [_sliced(src, i_shape), at],
+            shapes.tensor_type(tuple(shapes.shape_of(at)), shapes.elem_of(src)),
+            dim=dim,
+        )
+        folded = picked
+    else:
+        identity = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+        if identity is None:  # amax / amin
+            identity = -math.inf if reduce == "amax" else math.inf
+            if not dtype.is_floating_point:
+                info = torch.iinfo(dtype)
+                identity = info.min if reduce == "amax" else info.max
+        name = {
+            "sum": "reduce_sum",
+            "mean": "reduce_sum",
+            "prod": "reduce_prod",
+            "amax": "reduce_max",
+            "amin": "reduce_min",
+        }[reduce]
+        folded = b.reduce(name, b.elementwise("select", match, values, lctx.typed(identity, dtype)), [dim + 1], False)
+    hit = _padded(hit, x_shape, lctx.typed(False, torch.bool))
+    folded = _padded(folded, x_shape, lctx.typed(0, dtype))
+    if reduce is None or not include_self:
+        if reduce == "mean":
+            count = _padded(
+                b.reduce("reduce_sum", b.convert(match, shapes.element_type(dtype)), [dim + 1], False),
+                x_shape,
+                lctx.typed(1, dtype),
+            )
+            folded = b.elementwise("div", folded, b.elementwise("maximum", count, lctx.typed(1, dtype)))
+        return b.elementwise("select", hit, folded, x)
+    combine = {"sum": "add", "prod": "mul", "amax": "maximum", "amin": "minimum", "mean": "add"}[reduce]
+    result = b.elementwise(combine, x, folded)
+    if reduce == "mean":
+        count = b.reduce("reduce_sum", b.convert(match, shapes.element_type(dtype)), [dim + 1], False)
+        count = _padded(count, x_shape, lctx.typed(0, dtype))
+        result = b.elementwise("div", result, b.elementwise("add", count, lctx.typed(1, dtype)))
+    return b.elementwise("select", hit, result, x)
+
+
+@register(
+    aten.scatter.src, aten.scatter.value, aten.scatter.reduce, aten.scatter.value_reduce,
+    aten.scatter_add.default, aten.scatter_reduce.two, check=_scatter_check,
+)  # fmt: skip
+def _scatter(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype = out_dtype(node)
+    x = _at_least_1d(lctx.typed(node.args[0], dtype))
+    dim = node.args[1] % len(shapes.shape_of(x))
+    index = _at_least_1d(lctx.typed(node.args[2], torch.int64))
+    source = node.args[3]
+    src = lctx.typed(source, dtype)
+    if not isinstance(source, fx.Node):  # scatter.value: one value everywhere
+        src = b.broadcast(src, list(shapes.shape_of(index)))
+    src = _at_least_1d(src)
+    reduce, include_self = node.kwargs.get("reduce"), True
+    if node.target == aten.scatter_reduce.two:
+        reduce, include_self = node.args[4], bool(node.kwargs.get("include_self", True))
+    elif node.target == aten.scatter_add.default:
+        reduce = "sum"
+    elif reduce is not None:
+        reduce = {"add": "sum", "multiply": "prod"}[reduce]
+    return b.reshape(dense_scatter(lctx, x, dim, index, src, reduce, include_self, dtype), out_shape(node))
+
+
+def _at_least_1d(value: ir.Value) -> ir.Value:
+    """0-d tensors scatter as [1]-shaped ones (ATen treats them so)."""
+    return b.reshape(value, [1]) if not shapes.shape_of(value) else value
+
+
+def _index_reduce_check(node: fx.Node) -> str | None:
+    return _check(node, node_meta(node.args[3]).numel(), node.args[4])
+
+
+@register(aten.index_reduce.default, check=_index_reduce_check)
+def _index_reduce(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """A scatter along `dim` whose index is the same for every other coordinate."""
+    dtype = out_dtype(node)
+    x = _at_least_1d(lctx.typed(node.args[0], dtype))
+    rank = len(shapes.shape_of(x))
+    dim = node.args[1] % rank
+    source = _at_least_1d(lctx.typed(node.args[3], dtype))
+    source_shape = list(shapes.shape_of(source))
+    along = [1] * rank
+    along[dim] = source_shape[dim]
+    index = b.broadcast(b.reshape(_at_least_1d(lctx.typed(node.args[2], torch.int64)), along), source_shape)
+    include_self = bool(arg(node, 5, "include_self", True))
+    return b.reshape(dense_scatter(lctx, x, dim, index, source, node.args[4], include_self, dtype), out_shape(node))
