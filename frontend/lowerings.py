@@ -348,4 +348,10 @@ def _silu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 
 # Reductions, data movement and nn ops register themselves on import.
-from mlirc.frontend import lowerings_nn, lowerings_scatter, lowerings_search, lowerings_tensor  # noqa: E402,F401
+from mlirc.frontend import (  # noqa: E402,F401
+    lowerings_nn,
+    lowerings_scan,
+    lowerings_scatter,
+    lowerings_search,
+    lowerings_tensor,
+)

@@ -69,3 +69,28 @@ def test_reduction_reading_the_reduced_index(length):
     compile_and_compare(lambda m: torch.where(m, torch.arange(length), -1).amax(1), mask)
     torch._dynamo.reset()
     compile_and_compare(lambda x: (x * torch.arange(length)).sum(-1) / length, torch.randn(4, 9, length))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scans(dim):
+    x = torch.randn(13, 6, 7).transpose(0, 1)  # non-contiguous, odd sizes
+    x[2, 3, 4] = float("nan")
+    x[4, 1, 2] = float("-inf")
+    for fn in (torch.cumsum, torch.cumprod, torch.logcumsumexp):
+        torch._dynamo.reset()
+        compile_and_compare(lambda t, f=fn: f(t, dim), x)
+    for fn in (torch.cummax, torch.cummin):
+        torch._dynamo.reset()
+        compile_and_compare(lambda t, f=fn: tuple(f(t, dim)), torch.randint(-3, 3, (5, 8)).float())
+        torch._dynamo.reset()
+        compile_and_compare(lambda t, f=fn: tuple(f(t, dim)), x)
+
+
+def test_scans_of_integers_bools_and_edge_shapes():
+    compile_and_compare(lambda t: torch.cumsum(t, 0), torch.rand(11) > 0.5)  # bool -> int64
+    torch._dynamo.reset()
+    compile_and_compare(lambda t: torch.cumprod(t, 1, dtype=torch.float64), torch.randint(-3, 4, (3, 9)))
+    torch._dynamo.reset()
+    compile_and_compare(lambda t: torch.cumsum(t, 1), torch.randn(4, 0))
+    torch._dynamo.reset()
+    compile_and_compare(lambda t: torch.cumsum(t, 0) * 2, torch.tensor(3.0))
