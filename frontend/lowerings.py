@@ -48,6 +48,17 @@ def out_dtype(node: fx.Node) -> torch.dtype:
     return _first_meta(node).dtype
 
 
+def opmath_dtype(node: fx.Node) -> torch.dtype:
+    """The dtype to accumulate in: float32 for half types (ATen's opmath), so that
+    sums of many half values round once, at the end (see narrow_to_out)."""
+    dtype = out_dtype(node)
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def narrow_to_out(value: ir.Value, node: fx.Node) -> ir.Value:
+    return b.convert(value, shapes.element_type(out_dtype(node)))
+
+
 def out_shape(node: fx.Node) -> tuple[int, ...]:
     return tuple(_first_meta(node).shape)
 

@@ -12,7 +12,7 @@ from mlir import ir
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.frontend.importer import LoweringContext, node_meta
-from mlirc.frontend.lowerings import arg, out_dtype, out_shape, register
+from mlirc.frontend.lowerings import arg, narrow_to_out, opmath_dtype, out_dtype, out_shape, register
 
 aten = torch.ops.aten
 
@@ -245,21 +245,25 @@ def _addmm(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 @register(aten.addbmm.default, check=_float_only)
 def _addbmm(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    """beta * self + alpha * sum over the batch of batch1 @ batch2."""
-    dtype = out_dtype(node)
+    """beta * self + alpha * sum over the batch of batch1 @ batch2: one GEMM over
+    K = batch x k (the batch sum inside its accumulator), with self added before the
+    one rounding to a half type, as ATen's fused GEMM does."""
+    dtype = opmath_dtype(node)
     lhs, rhs = lctx.typed(node.args[1], dtype), lctx.typed(node.args[2], dtype)
-    batch, rows, cols = node_meta(node.args[1]).shape[0], *out_shape(node)
-    products = b.create("batch_matmul", [lhs, rhs], shapes.torch_tensor_type((batch, rows, cols), dtype))
-    total = b.reduce("reduce_sum", products, [0], False)
+    batch, rows, inner = node_meta(node.args[1]).shape
+    cols = out_shape(node)[1]
+    lhs = b.reshape(b.permute(lhs, [1, 0, 2]), [rows, batch * inner])
+    rhs = b.reshape(rhs, [batch * inner, cols])
+    total = b.create("matmul", [lhs, rhs], shapes.torch_tensor_type((rows, cols), dtype))
     beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
     if alpha != 1:
         total = b.elementwise("mul", total, lctx.typed(alpha, dtype))
     if beta == 0:  # as ATen: self is ignored, NaN or not
-        return total
+        return narrow_to_out(total, node)
     bias = lctx.typed(node.args[0], dtype)
     if beta != 1:
         bias = b.elementwise("mul", bias, lctx.typed(beta, dtype))
-    return b.elementwise("add", total, bias)
+    return narrow_to_out(b.elementwise("add", total, bias), node)
 
 
 def _conv_check(node: fx.Node) -> str | None:

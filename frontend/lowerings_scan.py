@@ -18,7 +18,7 @@ from mlir import ir
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.frontend.importer import LoweringContext, node_meta
-from mlirc.frontend.lowerings import out_dtype, register
+from mlirc.frontend.lowerings import narrow_to_out, opmath_dtype, out_dtype, register
 from mlirc.frontend.lowerings_tensor import DENSE_SCATTER_LIMIT
 
 aten = torch.ops.aten
@@ -65,10 +65,12 @@ class _Triangle:
 
 def _cumulative(name: str, identity: float | int):
     def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-        dtype = out_dtype(node)
+        dtype = opmath_dtype(node)
         x = lctx.typed(node.args[0], dtype)
         tri = _Triangle(lctx, x, node.args[1])
-        return tri.restore(tri.fold(name, tri.spread, identity, dtype), tuple(node_meta(node).shape))
+        return narrow_to_out(
+            tri.restore(tri.fold(name, tri.spread, identity, dtype), tuple(node_meta(node).shape)), node
+        )
 
     return lower
 
@@ -84,7 +86,7 @@ def _float_scan_check(node: fx.Node) -> str | None:
 @register(aten.logcumsumexp.default, check=_float_scan_check)
 def _logcumsumexp(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     """log sum exp over j <= i, shifted by the running max; all -inf stays -inf."""
-    dtype = out_dtype(node)
+    dtype = opmath_dtype(node)
     tri = _Triangle(lctx, lctx.typed(node.args[0], dtype), node.args[1])
     peak = tri.fold("reduce_max", tri.spread, -math.inf, dtype)
     finite_peak = b.elementwise("select", b.elementwise("isinf", peak), lctx.typed(0.0, dtype), peak)
@@ -92,7 +94,7 @@ def _logcumsumexp(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         "exp", b.elementwise("sub", tri.spread, b.reshape(finite_peak, [*shapes.shape_of(finite_peak), 1]))
     )
     total = b.elementwise("add", b.elementwise("log", tri.fold("reduce_sum", shifted, 0.0, dtype)), finite_peak)
-    return tri.restore(total, tuple(node_meta(node).shape))
+    return narrow_to_out(tri.restore(total, tuple(node_meta(node).shape)), node)
 
 
 def _extreme_scan(largest: bool):

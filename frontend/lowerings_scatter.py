@@ -18,7 +18,7 @@ from mlir import ir
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.frontend.importer import LoweringContext, node_meta
-from mlirc.frontend.lowerings import arg, out_dtype, out_shape, register
+from mlirc.frontend.lowerings import arg, narrow_to_out, opmath_dtype, out_shape, register
 from mlirc.frontend.lowerings_tensor import DENSE_SCATTER_LIMIT
 
 aten = torch.ops.aten
@@ -138,7 +138,7 @@ def dense_scatter(
     aten.scatter_add.default, aten.scatter_reduce.two, check=_scatter_check,
 )  # fmt: skip
 def _scatter(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    dtype = out_dtype(node)
+    dtype = opmath_dtype(node)
     x = _at_least_1d(lctx.typed(node.args[0], dtype))
     dim = node.args[1] % len(shapes.shape_of(x))
     index = _at_least_1d(lctx.typed(node.args[2], torch.int64))
@@ -154,7 +154,9 @@ def _scatter(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         reduce = "sum"
     elif reduce is not None:
         reduce = {"add": "sum", "multiply": "prod"}[reduce]
-    return b.reshape(dense_scatter(lctx, x, dim, index, src, reduce, include_self, dtype), out_shape(node))
+    return narrow_to_out(
+        b.reshape(dense_scatter(lctx, x, dim, index, src, reduce, include_self, dtype), out_shape(node)), node
+    )
 
 
 def _at_least_1d(value: ir.Value) -> ir.Value:
@@ -169,7 +171,7 @@ def _index_reduce_check(node: fx.Node) -> str | None:
 @register(aten.index_reduce.default, check=_index_reduce_check)
 def _index_reduce(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     """A scatter along `dim` whose index is the same for every other coordinate."""
-    dtype = out_dtype(node)
+    dtype = opmath_dtype(node)
     x = _at_least_1d(lctx.typed(node.args[0], dtype))
     rank = len(shapes.shape_of(x))
     dim = node.args[1] % rank
@@ -179,4 +181,5 @@ def _index_reduce(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     along[dim] = source_shape[dim]
     index = b.broadcast(b.reshape(_at_least_1d(lctx.typed(node.args[2], torch.int64)), along), source_shape)
     include_self = bool(arg(node, 5, "include_self", True))
-    return b.reshape(dense_scatter(lctx, x, dim, index, source, node.args[4], include_self, dtype), out_shape(node))
+    scattered = dense_scatter(lctx, x, dim, index, source, node.args[4], include_self, dtype)
+    return narrow_to_out(b.reshape(scattered, out_shape(node)), node)

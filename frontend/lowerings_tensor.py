@@ -12,7 +12,7 @@ from mlir import ir
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.frontend.importer import LoweringContext, node_meta
-from mlirc.frontend.lowerings import arg, out_dtype, out_shape, register
+from mlirc.frontend.lowerings import arg, narrow_to_out, opmath_dtype, out_dtype, out_shape, register
 
 aten = torch.ops.aten
 
@@ -242,7 +242,7 @@ def _index_put(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     """x[indices] = values (or += with accumulate).  The indexed dims collapse to one
     of M targets and the broadcast indices to K updates; each target takes the sum
     of its updates, or the last one written, through a [M, K] match mask."""
-    dtype = out_dtype(node)
+    dtype = opmath_dtype(node)
     x = lctx.typed(node.args[0], dtype)
     indices = list(node.args[1]) + [None] * (len(shapes.shape_of(x)) - len(node.args[1]))
     positions = [d for d, index in enumerate(indices) if index is not None]
@@ -291,7 +291,7 @@ def _index_put(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     result = b.reshape(result, shape)
     if order != list(range(rank)):
         result = b.permute(result, [order.index(d) for d in range(rank)])
-    return result
+    return narrow_to_out(result, node)
 
 
 @register(aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default, aten.empty_permuted.default)
