@@ -269,8 +269,8 @@ def _addbmm(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 def _conv_check(node: fx.Node) -> str | None:
     if node.args[6]:
         return "transposed convolution"
-    if len(node_meta(node.args[0]).shape) != 4:
-        return "only 2-D convolution"
+    if len(node_meta(node.args[0]).shape) not in (3, 4):
+        return "only 1-D and 2-D convolution"
     return _float_only(node)
 
 
@@ -279,7 +279,21 @@ def _convolution(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     dtype = out_dtype(node)
     x, weight = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
     stride, padding, dilation = (list(node.args[i]) for i in (3, 4, 5))
-    result_type = shapes.torch_tensor_type(out_shape(node), dtype)
+    if len(shapes.shape_of(x)) == 3:  # 1-D: a 2-D convolution over a height of 1
+        x, weight = (b.reshape(v, [*shapes.shape_of(v)[:2], 1, shapes.shape_of(v)[2]]) for v in (x, weight))
+        stride, padding, dilation = [1, *stride], [0, *padding], [1, *dilation]
+        shape = out_shape(node)
+        out = _convolution_2d(lctx, node, x, weight, stride, padding, dilation, [shape[0], shape[1], 1, shape[2]])
+        return b.reshape(out, list(shape))
+    return _convolution_2d(lctx, node, x, weight, stride, padding, dilation, list(out_shape(node)))
+
+
+def _convolution_2d(
+    lctx: LoweringContext, node: fx.Node, x: ir.Value, weight: ir.Value, stride: list[int],
+    padding: list[int], dilation: list[int], shape: list[int],
+) -> ir.Value:  # fmt: skip
+    dtype = out_dtype(node)
+    result_type = shapes.torch_tensor_type(shape, dtype)
     out = b.create(
         "conv2d", [x, weight], result_type, stride=stride, padding=padding, dilation=dilation, groups=int(node.args[8])
     )

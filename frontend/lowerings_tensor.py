@@ -125,9 +125,11 @@ def _index_operand(lctx: LoweringContext, index: fx.Node) -> ir.Value:
 @register(aten.index_select.default)
 def _index_select(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     x = lctx.value(node.args[0])
-    dim = node.args[1] % max(len(shapes.shape_of(x)), 1)
+    if not shapes.shape_of(x):  # a 0-d tensor selects as a [1]-shaped one
+        x = b.reshape(x, [1])
+    dim = node.args[1] % len(shapes.shape_of(x))
     index = b.reshape(_index_operand(lctx, node.args[2]), [node_meta(node.args[2]).numel()])
-    return b.create("index_select", [x, index], shapes.torch_tensor_type(out_shape(node), out_dtype(node)), dim=dim)
+    return b.reshape(_gather_along(x, dim, index), out_shape(node))
 
 
 def _index_check(node: fx.Node) -> str | None:
