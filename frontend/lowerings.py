@@ -366,3 +366,35 @@ from mlirc.frontend import (  # noqa: E402,F401
     lowerings_search,
     lowerings_tensor,
 )
+
+
+@register(aten.frexp.Tensor, check=lambda n: None if out_dtype(n).is_floating_point else "integer frexp")
+def _frexp(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value]:
+    """x = mantissa * 2^exponent with 0.5 <= |mantissa| < 1, computed in float64 from
+    log2 and corrected by one step; zeros, infinities and NaN keep exponent 0."""
+    f64 = torch.float64
+    x = lctx.typed(node.args[0], f64)
+
+    def k(value: float) -> ir.Value:
+        return lctx.typed(value, f64)
+
+    exponent = b.elementwise("add", b.elementwise("floor", b.elementwise("log2", b.elementwise("abs", x))), k(1.0))
+    half = b.elementwise("floor", b.elementwise("mul", exponent, k(0.5)))
+    scale_a = b.elementwise("exp2", b.elementwise("neg", half))  # two factors: 2^-e may not be representable
+    scale_b = b.elementwise("exp2", b.elementwise("neg", b.elementwise("sub", exponent, half)))
+    mantissa = b.elementwise("mul", b.elementwise("mul", x, scale_a), scale_b)
+    big = b.elementwise("ge", b.elementwise("abs", mantissa), k(1.0))
+    small = b.elementwise("lt", b.elementwise("abs", mantissa), k(0.5))
+    mantissa = b.elementwise("select", big, b.elementwise("mul", mantissa, k(0.5)), mantissa)
+    mantissa = b.elementwise("select", small, b.elementwise("mul", mantissa, k(2.0)), mantissa)
+    exponent = b.elementwise("add", exponent, b.elementwise("select", big, k(1.0), k(0.0)))
+    exponent = b.elementwise("sub", exponent, b.elementwise("select", small, k(1.0), k(0.0)))
+    special = b.elementwise(
+        "logical_or",
+        b.elementwise("eq", x, k(0.0)),
+        b.elementwise("logical_or", b.elementwise("isinf", x), b.elementwise("isnan", x)),
+    )
+    mantissa = b.elementwise("select", special, x, mantissa)
+    exponent = b.elementwise("select", special, k(0.0), exponent)
+    dtype = out_dtype(node)
+    return b.convert(mantissa, shapes.element_type(dtype)), b.convert(exponent, shapes.element_type(torch.int32))
