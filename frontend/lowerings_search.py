@@ -1,4 +1,4 @@
-"""Lowerings of searches in sorted data: searchsorted and bucketize.
+"""Lowerings of searches in sorted data (searchsorted, bucketize) and of histc.
 
 A binary search per value, unrolled: ceil(log2(n + 1)) rounds of elementwise
 compares and one gather each, so it vectorizes on the CPU and tiles on the GPU.
@@ -18,6 +18,7 @@ from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.frontend.importer import LoweringContext, node_meta, result_dtype
 from mlirc.frontend.lowerings import arg, out_dtype, out_shape, register
+from mlirc.frontend.lowerings_tensor import DENSE_SCATTER_LIMIT
 
 aten = torch.ops.aten
 
@@ -97,3 +98,46 @@ def _bucketize(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     boundaries = lctx.typed(node.args[1], common)
     right = bool(arg(node, 3, "right", False))
     return b.reshape(_binary_search(lctx, boundaries, values, right, out_dtype(node)), out_shape(node))
+
+
+def _histc_check(node: fx.Node) -> str | None:
+    x = node_meta(node.args[0])
+    if not x.dtype.is_floating_point:
+        return f"{x.dtype} histc"
+    bins = arg(node, 1, "bins", 100)
+    if x.numel() * bins > DENSE_SCATTER_LIMIT:
+        return f"a histogram of {x.numel()} values in {bins} bins (dense limit {DENSE_SCATTER_LIMIT})"
+    return None
+
+
+@register(aten.histc.default, check=_histc_check)
+def _histc(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """Counts per bin, as ATen bins them: (x - lo) * bins / (hi - lo), truncated, the
+    top edge in the last bin, values outside [lo, hi] dropped.  lo == hi == 0 takes
+    the data's range (widened by 1 each side if it is a single value)."""
+    dtype = out_dtype(node)
+    bins = arg(node, 1, "bins", 100)
+    lo, hi = float(arg(node, 2, "min", 0)), float(arg(node, 3, "max", 0))
+    x = b.reshape(lctx.typed(node.args[0], dtype), [node_meta(node.args[0]).numel()])
+    if lo == hi:
+        if node_meta(node.args[0]).numel():
+            low, high = b.reduce("reduce_min", x, [0], False), b.reduce("reduce_max", x, [0], False)
+        else:
+            low, high = lctx.typed(lo, dtype), lctx.typed(hi, dtype)
+        same = b.elementwise("eq", low, high)
+        low = b.elementwise("select", same, b.elementwise("sub", low, lctx.typed(1.0, dtype)), low)
+        high = b.elementwise("select", same, b.elementwise("add", high, lctx.typed(1.0, dtype)), high)
+    else:
+        low, high = lctx.typed(lo, dtype), lctx.typed(hi, dtype)
+    scaled = b.elementwise("mul", b.elementwise("sub", x, low), lctx.typed(float(bins), dtype))
+    position = b.convert(
+        b.elementwise("div", scaled, b.elementwise("sub", high, low)), shapes.element_type(torch.int64)
+    )
+    position = b.elementwise("select", b.elementwise("eq", x, high), lctx.typed(bins - 1, torch.int64), position)
+    inside = b.elementwise("logical_and", b.elementwise("ge", x, low), b.elementwise("le", x, high))
+    position = b.elementwise("select", inside, position, lctx.typed(-1, torch.int64))
+    grid = shapes.torch_tensor_type((bins, node_meta(node.args[0]).numel()), torch.int64)
+    match = b.elementwise(
+        "eq", b.reshape(position, [1, node_meta(node.args[0]).numel()]), b.create("iota", [], grid, dim=0)
+    )
+    return b.reduce("reduce_sum", b.convert(match, shapes.element_type(dtype)), [1], False)

@@ -168,3 +168,18 @@ def test_scatter_forms():
     torch._dynamo.reset()
     source = torch.randn(4, 3)
     compile_and_compare(lambda t, s: t.index_reduce(1, torch.tensor([8, 0, 8]), s, "amax"), x, source)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_frexp(dtype):
+    x = torch.cat([torch.randn(37) * 1e3, torch.tensor([0.0, -0.0, 1e-40, 3e-39, float("inf"), float("nan"), 1.0])])
+    compile_and_compare(lambda t: tuple(torch.frexp(t)), x.to(dtype))
+
+
+@pytest.mark.parametrize("bins,lo,hi", [(10, 0, 0), (7, -1.5, 2.0), (1, 0, 0), (13, 0.25, 0.25)])
+def test_histc(bins, lo, hi):
+    x = torch.randn(5, 41)
+    x[0, 0] = 2.0  # the top edge goes in the last bin
+    compile_and_compare(lambda t: torch.histc(t, bins, lo, hi), x)
+    torch._dynamo.reset()
+    compile_and_compare(lambda t: torch.histc(t, bins, lo, hi), torch.full((6,), 0.5))
