@@ -360,6 +360,7 @@ def _silu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 # Reductions, data movement and nn ops register themselves on import.
 from mlirc.frontend import (  # noqa: E402,F401
+    lowerings_distance,
     lowerings_nn,
     lowerings_scan,
     lowerings_scatter,

@@ -183,3 +183,12 @@ def test_histc(bins, lo, hi):
     compile_and_compare(lambda t: torch.histc(t, bins, lo, hi), x)
     torch._dynamo.reset()
     compile_and_compare(lambda t: torch.histc(t, bins, lo, hi), torch.full((6,), 0.5))
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.5, float("inf")])
+def test_cdist_and_pdist(p):
+    a, c = torch.randn(2, 7, 5), torch.randn(2, 30, 5)  # 30 rows: ATen's matmul form for p = 2
+    a[0, 1] = c[0, 3]  # a zero distance
+    compile_and_compare(lambda x, y: torch.cdist(x, y, p), a, c)
+    torch._dynamo.reset()
+    compile_and_compare(lambda x: torch.nn.functional.pdist(x, p), torch.randn(9, 4))
