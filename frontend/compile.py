@@ -117,6 +117,7 @@ def _compile_region(gm: fx.GraphModule, device: torch.device) -> CompiledRegion:
         if device.type == "cuda":
             call, source, kernel_count = _build_gpu(module, name, stage_ir, result_dtypes, device)
         else:
+            _run_stage(module, "cpu-fusion", name, stage_ir)
             call, source, kernel_count = _build_cpu(module, name, result_dtypes, device)
     if any(n is None for n in outputs):
         call = _with_none_outputs(call, [n is None for n in outputs])

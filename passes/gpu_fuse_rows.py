@@ -6,151 +6,28 @@ rows in registers instead, when a row fits in a tile (Inductor's persistent
 reductions): then the group reads its inputs once and writes only the results
 that someone outside the group reads.
 
-A group is a run of consecutive calls whose kernels are one generic each, over the
-same rows P and row elements R: pointwise kernels over P x R, and reductions of
-R into P.  Inside the group a kernel may read an earlier member's result only in
-place -- a P x R tile through the identity map, a row vector through (P) -- which
-is what keeps it in registers.  The members are inlined into one kernel, which
+Groups are found by mlirc.passes.row_groups; inside one, a kernel reads an earlier
+member's result only in place, which is what keeps it in registers.  The members are inlined into one kernel, which
 `mlirc-gpu-lower-to-tt` lowers as a whole (TileEmitter.emit_rows).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 from mlir import ir
-from mlir.dialects import func
 
-from mlirc.passes.gpu_lower_to_tt import KERNEL_PLUMBING, ROWS_ATTR, is_fill
-from mlirc.passes.gpu_tiles import VIEWS, loop_ranges
+from mlirc.passes.gpu_lower_to_tt import ROWS_ATTR
 from mlirc.passes.ir_utils import entry_functions, erase_uncalled_kernels, functions, fuse_calls
-from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 from mlirc.passes.registry import register_pass
+from mlirc.passes.row_groups import Grouper, row_shape
 
 MAX_ROW = 8192  # elements of a row that one program keeps in registers
-
-
-@dataclass(frozen=True)
-class RowShape:
-    """A kernel's loop ranges and how many of them (the leading ones) are rows."""
-
-    ranges: tuple[int, ...]
-    rows: int | None  # None: pointwise, any split fits
-
-
-def _generic(kernel: func.FuncOp) -> ir.Operation | None:
-    ops = [op.operation for op in kernel.entry_block.operations]
-    if any(op.name not in KERNEL_PLUMBING | VIEWS for op in ops):
-        return None
-    generics = [op for op in ops if op.name == "linalg.generic" and not is_fill(op)]
-    return generics[0] if len(generics) == 1 and len(generics[0].results) == 1 else None
-
-
-def row_shape(kernel: func.FuncOp) -> RowShape | None:
-    generic = _generic(kernel)
-    if generic is None:
-        return None
-    ranges = tuple(loop_ranges(generic))
-    iters = ["reduction" in str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])]
-    if not any(iters):
-        return RowShape(ranges, None)
-    rows = iters.index(True)
-    if any(not r for r in iters[rows:]) or rows == 0:
-        return None  # reductions over leading or interleaved dims are not row reductions
-    out_map = ir.AffineMapAttr(list(ir.ArrayAttr(generic.attributes["indexing_maps"]))[-1]).value
-    if [str(e) for e in out_map.results] != [f"d{i}" for i in range(rows)]:
-        return None
-    return RowShape(ranges, rows)
-
-
-def _map_reads_in_place(amap: ir.AffineMap, dims: int) -> bool:
-    return [str(e) for e in amap.results] == [f"d{i}" for i in range(dims)]
-
-
-class Grouper:
-    """Finds the groups among the entry's calls."""
-
-    def __init__(self, kernels: dict[str, func.FuncOp]) -> None:
-        self.kernels = kernels
-
-    def kernel_of(self, op: ir.Operation) -> func.FuncOp | None:
-        if op.name != "func.call":
-            return None
-        kernel = self.kernels.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-        if kernel is None or LIBRARY_ATTR in kernel.attributes or "mlirc.kernel" not in kernel.attributes:
-            return None
-        return kernel
-
-    def fits(self, members: list[ir.Operation], call: ir.Operation, ranges: tuple, rows: int) -> bool:
-        """May `call` join `members` (rows split at `rows`)?"""
-        kernel = self.kernel_of(call)
-        shape = row_shape(kernel) if kernel is not None else None
-        if shape is None or shape.ranges != ranges or shape.rows not in (None, rows):
-            return False
-        produced = {r: self.kernel_of(m) for m in members for r in m.results}
-        generic = _generic(kernel)
-        args = list(kernel.entry_block.arguments)
-        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
-        inputs = ir.DenseI32ArrayAttr(generic.attributes["operandSegmentSizes"])[0]
-        for operand, arg in zip(call.operands, args, strict=True):
-            if operand not in produced:
-                continue
-            uses = [(u.owner.operation, u.operand_number) for u in arg.uses]
-            producer_rows = row_shape(produced[operand]).rows
-            width = len(ranges) if producer_rows is None else rows
-            for owner, index in uses:  # only in place, as an input of the generic
-                if owner != generic or index >= inputs or not _map_reads_in_place(maps[index], width):
-                    return False
-        return True
-
-    def groups(self, calls: list[ir.Operation]) -> list[list[ir.Operation]]:
-        found, floor, i = [], 0, 0
-        while i < len(calls):
-            kernel = self.kernel_of(calls[i])
-            shape = row_shape(kernel) if kernel is not None else None
-            if shape is None or shape.rows is None or math.prod(shape.ranges[shape.rows :]) > MAX_ROW:
-                i += 1
-                continue
-            group = self.grow(calls, floor, i, shape)
-            if len(group) > 1:
-                found.append(group)
-                floor = calls.index(group[-1]) + 1
-            i = max(i + 1, floor)
-        return found
-
-    def grow(self, calls: list[ir.Operation], floor: int, at: int, shape: RowShape) -> list[ir.Operation]:
-        """The longest run around the reduction at `at`: pointwise producers before
-        it (back to `floor`), then every member that fits after it."""
-        start = at
-        while start > floor and self.fits([], calls[start - 1], shape.ranges, shape.rows):
-            start -= 1
-        group = [calls[at]]
-        for first in range(start, at + 1):
-            candidate = self.run(calls[first : at + 1], shape)
-            if candidate is not None:
-                group = candidate
-                break
-        end = at + 1
-        while end < len(calls) and self.fits(group, calls[end], shape.ranges, shape.rows):
-            group.append(calls[end])
-            end += 1
-        return group
-
-    def run(self, calls: list[ir.Operation], shape: RowShape) -> list[ir.Operation] | None:
-        group = [calls[0]]
-        for call in calls[1:]:
-            if not self.fits(group, call, shape.ranges, shape.rows):
-                return None
-            group.append(call)
-        return group
 
 
 @register_pass("mlirc-gpu-fuse-rows", "GPU: fuse consecutive kernels over the same rows into one kernel")
 def gpu_fuse_rows(module: ir.Operation) -> None:
     top = module.regions[0].blocks[0]
     kernels = functions(top)
-    grouper = Grouper(kernels)
+    grouper = Grouper(kernels, MAX_ROW)
     count = 0
     for entry in entry_functions(top):
         calls = [op.operation for op in entry.entry_block.operations]

@@ -1,6 +1,7 @@
 """The stages of mlirc as short named pipelines; each is runnable from mlirc-opt.
 
 mlirc      --mlirc-stage-linalg-->  linalg   --mlirc-stage-kernels-->  kernels
+kernels    --mlirc-stage-cpu-fusion-->  kernels, row groups fused into row loops (CPU)
 kernels    --mlirc-stage-cpu-->     LLVM dialect (one module of kernels)
 kernels    --mlirc-stage-gpu-->     Triton TTIR (a nested module per kernel)
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 # Importing a pass module registers it.
 from mlirc.passes import (  # noqa: F401
+    cpu_fuse_rows,
     cpu_omp_dispatch,
     cpu_parallelize,
     cpu_vector_math,
@@ -26,7 +28,11 @@ from mlirc.passes.registry import register_pipeline
 
 LINALG = ["mlirc-outline-library-calls", "mlirc-lower-to-linalg", "canonicalize", "cse"]
 KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-transpose-views"]
+# Host-side: it regroups the entry's calls, so it runs before the kernels are split off.
+CPU_FUSION = ["mlirc-cpu-fuse-rows", "canonicalize", "cse"]
 CPU_BUFFERIZE = [
+    # A row loop's last member writes straight into the output's row, not a temporary.
+    "eliminate-empty-tensors",
     "one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map}",
     "canonicalize",
     "cse",
@@ -36,7 +42,9 @@ CPU_BUFFERIZE = [
     # Scratch buffers inside kernels (a split reduction's partial block): out of the
     # loops, onto the stack when small, and freed when not -- bufferization frees nothing.
     "func.func(buffer-loop-hoisting)",
-    "func.func(promote-buffers-to-stack)",
+    # Row loops' intermediates (a row each, hoisted out of the loop) go on the stack
+    # too: per call, so each thread of a split loop has its own.
+    "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=65536})",
     "buffer-deallocation-pipeline",
     "canonicalize",
     "mlirc-cpu-parallelize",
@@ -48,6 +56,9 @@ CPU_TO_LLVM = [
     "convert-scf-to-cf",
     "expand-strided-metadata",
     "lower-affine",
+    # Half-type math in float32: LLVM's x86 bf16/f16 exp, tanh, ... would be calls
+    # to runtime helpers that the JIT cannot resolve.
+    "func.func(math-extend-to-supported-types)",
     "math-expand-ops",
     "convert-math-to-funcs",
     "convert-math-to-llvm",
@@ -76,12 +87,14 @@ GPU = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-n
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,
     "kernels": KERNELS,
+    "cpu-fusion": CPU_FUSION,
     "cpu": CPU,
     "gpu": GPU,
 }
 
 register_pipeline("mlirc-stage-linalg", "Stage: mlirc dialect -> linalg on tensors", LINALG)
 register_pipeline("mlirc-stage-kernels", "Stage: fusion and kernel formation", KERNELS)
+register_pipeline("mlirc-stage-cpu-fusion", "Stage: CPU row fusion of a kernels module (entry included)", CPU_FUSION)
 register_pipeline(
     "mlirc-stage-cpu-bufferize",
     "Stage: CPU schedule + bufferization of a kernels module",
