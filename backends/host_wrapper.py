@@ -38,8 +38,13 @@ LIBRARY_CALLS = {
     "mm": "torch.mm({0}, {1}, out={out})",
     "bmm": "torch.bmm({0}, {1}, out={out})",
     "conv2d": "{out} = torch.conv2d({0}, {1}, None, {stride}, {padding}, {dilation}, {groups}).contiguous()",
+    # The same through an NHWC input (oneDNN then computes in NHWC); see backends/cpu/conv_layout.py.
+    "conv2d_nhwc": (
+        "{out} = torch.conv2d({0}.contiguous(memory_format=torch.channels_last), {1}, None,"
+        " {stride}, {padding}, {dilation}, {groups}).contiguous()"
+    ),
 }
-ALLOCATES_OWN_RESULT = frozenset({"conv2d"})
+ALLOCATES_OWN_RESULT = frozenset({"conv2d", "conv2d_nhwc"})
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).
 _STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
@@ -248,6 +253,10 @@ class WrapperBuilder:
     def prologue(self) -> None:
         """Per-call setup before the first kernel (none on the CPU)."""
 
+    def library_variant(self, library: str, op: ir.Operation, fields: dict) -> str:
+        """The LIBRARY_CALLS entry to call for `library` (a backend may pick another)."""
+        return library
+
     def emit_kernel_call(self, callee: str, buffers: list[str]) -> None:
         ptrs = ", ".join(f"{x}.data_ptr()" for x in buffers)
         self.lines.append(f"    kernels[{callee!r}]({ptrs})")
@@ -258,6 +267,7 @@ class WrapperBuilder:
         args = ir.DictAttr(attrs[LIBRARY_ARGS_ATTR]) if LIBRARY_ARGS_ATTR in attrs else {}
         fields = {a.name: _python_value(a.attr) for a in args}
         operands = [self.name(v) for v in op.operands]
+        library = self.library_variant(library, op, fields)
         if library in ALLOCATES_OWN_RESULT:
             result = op.results[0]
             out = self.fresh(result)
