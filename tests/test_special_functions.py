@@ -81,3 +81,15 @@ def test_integer_inputs_promote():
     compile_and_compare(torch.lgamma, x)
     compile_and_compare(torch.signbit, x)
     compile_and_compare(lambda t: S.i0e(t) + torch.digamma(t), x)
+
+
+def test_float32_erf_and_gelu_keep_relative_accuracy():
+    """The vectorized f32 erf (a series near 0, ATen's rational form beyond) stays
+    within a few float32 ulps of eager, relative to the value, down to tiny inputs."""
+    edges = torch.tensor([0.0, -0.0, 1e-30, -1e-8, 1e-3, 0.4999, 0.5, -0.5001, 3.9, 10.0, float("inf"), -float("inf")])
+    x = torch.cat([edges, torch.randn(997) * 2, torch.logspace(-20, 1, 64)])
+    actual = torch.compile(lambda t: torch.erf(t), backend="mlirc")(x)
+    torch.testing.assert_close(actual, torch.erf(x), rtol=1e-6, atol=0.0)
+    x = torch.randn(3, 1001) * 3
+    actual = torch.compile(lambda t: torch.nn.functional.gelu(t), backend="mlirc")(x)
+    torch.testing.assert_close(actual, torch.nn.functional.gelu(x), rtol=1e-6, atol=1e-7)

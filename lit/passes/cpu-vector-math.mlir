@@ -36,4 +36,16 @@ func.func @odd_width(%a: vector<5xf32>, %s: f32) -> (vector<5xf32>, f32) {
   return %e, %f : vector<5xf32>, f32
 }
 
+// f32 erf is a polynomial times exp(-x^2) (ATen's form; SLEEF's erff costs ~3x):
+// only the exponential is a SLEEF call, and the sign is put back with copysign.
+// CHECK-LABEL: func.func @f32_erf
+// CHECK-NOT: Sleef_erff
+// CHECK: math.absf %arg0 : vector<8xf32>
+// CHECK: call @Sleef_expf8_u10
+// CHECK: math.copysign %{{.*}}, %arg0 : vector<8xf32>
+func.func @f32_erf(%a: vector<8xf32>) -> vector<8xf32> {
+  %r = math.erf %a : vector<8xf32>
+  return %r : vector<8xf32>
+}
+
 // CHECK: func.func private @Sleef_expf8_u10(vector<8xf32>) -> vector<8xf32>
