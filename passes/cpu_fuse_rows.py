@@ -24,9 +24,9 @@ from mlir.dialects import arith, func, linalg, scf, tensor
 from mlirc.passes.cpu_vectorize import PARALLEL_LOOP_ATTR
 from mlirc.passes.gpu_lower_to_tt import is_fill
 from mlirc.passes.gpu_tiles import loop_ranges
-from mlirc.passes.ir_utils import entry_functions, erase_uncalled_kernels, functions, fuse_calls, remap_operands
+from mlirc.passes.ir_utils import remap_operands
 from mlirc.passes.registry import register_pass
-from mlirc.passes.row_groups import Grouper, row_shape
+from mlirc.passes.row_groups import fuse_row_groups
 
 # Elements of the longest row a group holds: its intermediates (a few rows of
 # this many elements) must stay in L1/L2 for the fusion to pay.
@@ -207,15 +207,5 @@ def tile_rows(kernel: func.FuncOp, rows: int) -> bool:
 
 @register_pass("mlirc-cpu-fuse-rows", "CPU: fuse consecutive kernels over the same rows into one loop over rows")
 def cpu_fuse_rows(module: ir.Operation) -> None:
-    top = module.regions[0].blocks[0]
-    kernels = functions(top)
-    grouper = Grouper(kernels, MAX_ROW)
-    count = 0
-    for entry in entry_functions(top):
-        calls = [op.operation for op in entry.entry_block.operations]
-        for group in grouper.groups(calls):
-            rows = next(row_shape(grouper.kernel_of(c)).rows for c in group if row_shape(grouper.kernel_of(c)).rows)
-            fused = fuse_calls(group, kernels, f"rows_{count}")
-            count += 1
-            tile_rows(fused, rows)
-    erase_uncalled_kernels(top, kernels)
+    for kernel, rows in fuse_row_groups(module, MAX_ROW):
+        tile_rows(kernel, rows)

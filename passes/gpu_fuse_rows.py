@@ -16,24 +16,13 @@ from __future__ import annotations
 from mlir import ir
 
 from mlirc.passes.gpu_lower_to_tt import ROWS_ATTR
-from mlirc.passes.ir_utils import entry_functions, erase_uncalled_kernels, functions, fuse_calls
 from mlirc.passes.registry import register_pass
-from mlirc.passes.row_groups import Grouper, row_shape
+from mlirc.passes.row_groups import fuse_row_groups
 
 MAX_ROW = 8192  # elements of a row that one program keeps in registers
 
 
 @register_pass("mlirc-gpu-fuse-rows", "GPU: fuse consecutive kernels over the same rows into one kernel")
 def gpu_fuse_rows(module: ir.Operation) -> None:
-    top = module.regions[0].blocks[0]
-    kernels = functions(top)
-    grouper = Grouper(kernels, MAX_ROW)
-    count = 0
-    for entry in entry_functions(top):
-        calls = [op.operation for op in entry.entry_block.operations]
-        for group in grouper.groups(calls):
-            rows = next(row_shape(grouper.kernel_of(c)).rows for c in group if row_shape(grouper.kernel_of(c)).rows)
-            fused = fuse_calls(group, kernels, f"rows_{count}")
-            fused.attributes[ROWS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rows)
-            count += 1
-    erase_uncalled_kernels(top, kernels)
+    for kernel, rows in fuse_row_groups(module, MAX_ROW):
+        kernel.attributes[ROWS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rows)

@@ -18,6 +18,7 @@ from mlir.dialects import func
 
 from mlirc.passes.gpu_lower_to_tt import KERNEL_PLUMBING, is_fill
 from mlirc.passes.gpu_tiles import VIEWS, loop_ranges
+from mlirc.passes.ir_utils import entry_functions, erase_uncalled_kernels, functions, fuse_calls
 from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 
 
@@ -135,3 +136,19 @@ class Grouper:
                 return None
             group.append(call)
         return group
+
+
+def fuse_row_groups(module: ir.Operation, max_row: int) -> list[tuple[func.FuncOp, int]]:
+    """Inline every row group of the module's entries into one kernel `rows_N`;
+    the fused kernels with their number of leading row dims."""
+    top = module.regions[0].blocks[0]
+    kernels = functions(top)
+    grouper = Grouper(kernels, max_row)
+    fused: list[tuple[func.FuncOp, int]] = []
+    for entry in entry_functions(top):
+        calls = [op.operation for op in entry.entry_block.operations]
+        for group in grouper.groups(calls):
+            rows = next(row_shape(grouper.kernel_of(c)).rows for c in group if row_shape(grouper.kernel_of(c)).rows)
+            fused.append((fuse_calls(group, kernels, f"rows_{len(fused)}"), rows))
+    erase_uncalled_kernels(top, kernels)
+    return fused
