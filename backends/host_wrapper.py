@@ -38,10 +38,11 @@ LIBRARY_CALLS = {
     "mm": "torch.mm({0}, {1}, out={out})",
     "bmm": "torch.bmm({0}, {1}, out={out})",
     "conv2d": "{out} = torch.conv2d({0}, {1}, None, {stride}, {padding}, {dilation}, {groups}).contiguous()",
-    # The same through an NHWC input (oneDNN then computes in NHWC); see backends/cpu/conv_layout.py.
+    # Input and result are NHWC tensors (mlirc-cpu-channels-last): oneDNN computes
+    # channels-last when its input is, and the result's NHWC view is then dense.
     "conv2d_nhwc": (
-        "{out} = torch.conv2d({0}.contiguous(memory_format=torch.channels_last), {1}, None,"
-        " {stride}, {padding}, {dilation}, {groups}).contiguous()"
+        "{out} = torch.conv2d({0}.permute(0, 3, 1, 2), {1}, None,"
+        " {stride}, {padding}, {dilation}, {groups}).permute(0, 2, 3, 1).contiguous()"
     ),
 }
 ALLOCATES_OWN_RESULT = frozenset({"conv2d", "conv2d_nhwc"})
@@ -253,10 +254,6 @@ class WrapperBuilder:
     def prologue(self) -> None:
         """Per-call setup before the first kernel (none on the CPU)."""
 
-    def library_variant(self, library: str, op: ir.Operation, fields: dict) -> str:
-        """The LIBRARY_CALLS entry to call for `library` (a backend may pick another)."""
-        return library
-
     def emit_kernel_call(self, callee: str, buffers: list[str]) -> None:
         ptrs = ", ".join(f"{x}.data_ptr()" for x in buffers)
         self.lines.append(f"    kernels[{callee!r}]({ptrs})")
@@ -267,7 +264,6 @@ class WrapperBuilder:
         args = ir.DictAttr(attrs[LIBRARY_ARGS_ATTR]) if LIBRARY_ARGS_ATTR in attrs else {}
         fields = {a.name: _python_value(a.attr) for a in args}
         operands = [self.name(v) for v in op.operands]
-        library = self.library_variant(library, op, fields)
         if library in ALLOCATES_OWN_RESULT:
             result = op.results[0]
             out = self.fresh(result)

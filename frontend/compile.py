@@ -113,6 +113,8 @@ def _compile_region(gm: fx.GraphModule, device: torch.device) -> CompiledRegion:
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
     with context:
         _run_stage(module, "linalg", name, stage_ir)
+        if device.type != "cuda":
+            _run_stage(module, "cpu-layout", name, stage_ir)
         _run_stage(module, "kernels", name, stage_ir)
         if device.type == "cuda":
             call, source, kernel_count = _build_gpu(module, name, stage_ir, result_dtypes, device)

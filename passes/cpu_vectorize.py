@@ -10,6 +10,7 @@ read tensors through `tensor.extract` (gathers, pads) stay scalar for now.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 from mlir import ir, passmanager
@@ -96,6 +97,13 @@ class Plan:
     # inside that loop, tile by tile, so the loop is the kernel's only writer.
     parallel_outer: bool = False
     fuse_init: bool = False
+    # Loop order first (transform.structured.interchange: new loop i is old loop
+    # interchange[i]); `tiles` and `vectors` are in the new order.
+    interchange: tuple[int, ...] | None = None
+    # A window op (pooling): after tiling, its unit loops are folded away and the
+    # tile -- the window's dims and the vector dim -- vectorizes with these sizes.
+    window_vectors: tuple[int, ...] | None = None
+    window_out_rank: int = 0  # its init (a fill) keeps its unit dims
 
 
 # Combiners that tile_reduction_using_for knows the neutral element of.
@@ -152,6 +160,85 @@ def _scalar_plan(op: ir.Operation) -> Plan | None:
     return Plan([1], [], parallel_outer=True, fuse_init=any(fills))
 
 
+def _largest_input(op: ir.Operation) -> int | None:
+    inputs = list(op.operands)[: len(op.operands) - len(op.results)]
+    sizes = [math.prod(shapes.shape_of(v)) if isinstance(v.type, ir.ShapedType) else 0 for v in inputs]
+    return max(range(len(sizes)), key=sizes.__getitem__) if sizes and max(sizes) > 1 else None
+
+
+def _interchange(op: ir.Operation) -> tuple[int, ...] | None:
+    """Move the loop that walks both the result's and the largest input's last
+    (contiguous) dim innermost, where it is not: channels-last kernels come out of
+    mlirc-cpu-channels-last with the channel loop second, and vectorizing the
+    innermost loop would then read and write with a stride."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    largest = _largest_input(op)
+    out_map = maps[-1]
+    if largest is None or not out_map.results or not maps[largest].results:
+        return None
+    last_out, last_in = out_map.results[-1], maps[largest].results[-1]
+    if not (isinstance(last_out, ir.AffineDimExpr) and isinstance(last_in, ir.AffineDimExpr)):
+        return None
+    dim = ir.AffineDimExpr(last_out).position
+    if dim != ir.AffineDimExpr(last_in).position or dim == out_map.n_dims - 1:
+        return None
+    if not _iterators(op)[dim].endswith("<parallel>"):
+        return None
+    return tuple(d for d in range(out_map.n_dims) if d != dim) + (dim,)
+
+
+def _linear_dims(expr: ir.AffineExpr) -> dict[int, int] | None:
+    """Coefficients of the dims in an affine sum (None where it is not one)."""
+    if isinstance(expr, ir.AffineDimExpr):
+        return {expr.position: 1}
+    if isinstance(expr, ir.AffineConstantExpr):
+        return {}
+    if isinstance(expr, ir.AffineAddExpr):
+        lhs, rhs = _linear_dims(expr.lhs), _linear_dims(expr.rhs)
+        if lhs is None or rhs is None:
+            return None
+        return {d: lhs.get(d, 0) + rhs.get(d, 0) for d in {*lhs, *rhs}}
+    if isinstance(expr, ir.AffineMulExpr) and isinstance(expr.rhs, ir.AffineConstantExpr):
+        inner = _linear_dims(expr.lhs)
+        return None if inner is None else {d: c * expr.rhs.value for d, c in inner.items()}
+    return None
+
+
+def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lanes: int) -> Plan | None:
+    """Pooling-like ops (an input read at `stride * out + window`) after `order`:
+    parallel loops but the last tiled to 1, the window's reductions whole, the last
+    loop to `lanes`.  With the unit loops folded, every map must be a projected
+    permutation of what is left (the window dims and the vector dim), or the
+    vectorizer would fail."""
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    if all(m.is_projected_permutation for m in maps):
+        return None
+    iterators = _iterators(op)
+    last = order[-1]
+    if not iterators[last].endswith("<parallel>") or sizes[last] < 2:
+        return None
+    kept = [d for d in order[:-1] if iterators[d].endswith("<reduction>") and sizes[d] > 1] + [last]
+    for amap in maps:
+        seen = []
+        for expr in amap.results:
+            coefs = _linear_dims(expr)
+            if coefs is None:
+                return None
+            live = {d: c for d, c in coefs.items() if d in kept and c}
+            if len(live) > 1 or any(c != 1 for c in live.values()):
+                return None
+            seen += list(live)
+        if len(seen) != len(set(seen)):
+            return None
+    tiles = [0 if iterators[d].endswith("<reduction>") else 1 for d in order[:-1]] + [lanes]
+    return Plan(
+        tiles, [], parallel_outer=True, fuse_init=True, interchange=order,
+        window_vectors=tuple([sizes[d] for d in kept[:-1]] + [lanes]), window_out_rank=len(maps[-1].results),
+    )  # fmt: skip
+
+
 def schedule(op: ir.Operation) -> Plan | None:
     """The tiling/vectorization plan for `op`, or None to leave it alone."""
     if op.name not in VECTORIZABLE or _has_gather(op) or len(op.results) != 1:
@@ -167,12 +254,23 @@ def schedule(op: ir.Operation) -> Plan | None:
         return Plan([8, 2 * lanes, 1], [8, 2 * lanes, 1])
     if op.name == "linalg.batch_matmul":
         return Plan([1, 8, 2 * lanes, 1], [1, 8, 2 * lanes, 1])
-    reduction = _inner_reduction(op, sizes, lanes)
-    if reduction is not None:
-        return reduction
+    order = _interchange(op)
+    if op.name == "linalg.generic":
+        window = _window_plan(op, sizes, order or tuple(range(len(sizes))), lanes)
+        if window is not None:
+            return window
+        if not all(
+            ir.AffineMapAttr(m).value.is_projected_permutation for m in ir.ArrayAttr(op.attributes["indexing_maps"])
+        ):
+            return _scalar_plan(op)
+    if order is None:
+        reduction = _inner_reduction(op, sizes, lanes)
+        if reduction is not None:
+            return reduction
+    iterators = [_iterators(op)[d] for d in order] if order else _iterators(op) if op.name == "linalg.generic" else []
     tiles = [1] * (len(sizes) - 1) + [lanes]
-    outer_parallel = op.name == "linalg.copy" or _iterators(op)[:1] == ["#linalg.iterator_type<parallel>"]
-    return Plan(tiles, tiles, parallel_outer=outer_parallel)
+    outer_parallel = op.name == "linalg.copy" or iterators[:1] == ["#linalg.iterator_type<parallel>"]
+    return Plan(tiles, tiles, parallel_outer=outer_parallel, interchange=order)
 
 
 def _iterators(op: ir.Operation) -> list[str]:
@@ -201,12 +299,47 @@ def _vectorize(handle: str, sizes: list[int]) -> str:
     return f"    transform.structured.vectorize {handle} vector_sizes {sizes} : !transform.any_op"
 
 
+def _window_lines(sid: int, plan: Plan) -> list[str]:
+    """Fold the tile's unit loops (the window map becomes a projected permutation)
+    and vectorize what is left in the innermost tile loop: the op and its init."""
+    inner = f"%loops_tiled{sid}#{sum(1 for t in plan.tiles if t) - 1}"
+    lines = [
+        f"    transform.apply_patterns to {inner} {{ transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices }}"
+        " : !transform.any_op",
+    ]
+    fill = [1] * (plan.window_out_rank - 1) + [plan.window_vectors[-1]]
+    for kind, sizes in (("linalg.generic", list(plan.window_vectors)), ("linalg.fill", fill)):
+        lines += [
+            f'    %w{sid}_{kind[7:]} = transform.structured.match ops{{["{kind}"]}} in {inner}'
+            " : (!transform.any_op) -> !transform.any_op",
+            _vectorize(f"%w{sid}_{kind[7:]}", sizes),
+        ]
+    # The window's reduction dims are outer to the vector dim: reduce them with
+    # lane-wise max/add of whole vectors, not lane by lane (the global lowering's
+    # strategy, right for row reductions).
+    lines.append(
+        f"    transform.apply_patterns to {inner} {{"
+        ' transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel" }'
+        " : !transform.any_op"
+    )
+    return lines
+
+
 def _plan_lines(sid: int, plan: Plan) -> list[str]:
     lines = [
         f"    %op{sid} = transform.structured.match attributes{{{SCHEDULE_ATTR} = {sid} : i64}} in %root"
         " : (!transform.any_op) -> !transform.any_op",
-        *_tile(f"%op{sid}", f"%tiled{sid}", plan),
     ]
+    handle = f"%op{sid}"
+    if plan.interchange:
+        lines.append(
+            f"    %ic{sid} = transform.structured.interchange %op{sid} iterator_interchange = {list(plan.interchange)}"
+            " : (!transform.any_op) -> !transform.any_op"
+        )
+        handle = f"%ic{sid}"
+    lines += _tile(handle, f"%tiled{sid}", plan)
+    if plan.window_vectors:
+        return lines + _window_lines(sid, plan)
     if not plan.vectors:
         return lines
     if not plan.reduction_tile:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mlir import ir
+from mlir import ir, passmanager
 from mlir.dialects import func
 
 
@@ -87,3 +87,25 @@ def erase_uncalled_kernels(top: ir.Block, kernels: dict[str, func.FuncOp]) -> No
     for name, kernel in kernels.items():
         if name not in called and "mlirc.kernel" in kernel.attributes:
             kernel.erase()
+
+
+def run_transform(module: ir.Operation, lines: list[str]) -> None:
+    """Run transform-dialect `lines` (the body of a named sequence whose root handle
+    is `%root`) on `module` through the transform interpreter."""
+    script = "\n".join(
+        [
+            "module attributes {transform.with_named_sequence} {",
+            "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {",
+            *(f"    {line}" for line in lines),
+            "    transform.yield",
+            "  }",
+            "}",
+        ]
+    )
+    body = module.regions[0].blocks[0]
+    with module.context, ir.Location.unknown():
+        transform_module = ir.Module.parse(script).operation.clone(ir.InsertionPoint(body))
+    try:
+        passmanager.PassManager.parse("builtin.module(transform-interpreter)").run(module)
+    finally:
+        transform_module.erase()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 # Importing a pass module registers it.
 from mlirc.passes import (  # noqa: F401
+    cpu_channels_last,
     cpu_fuse_rows,
     cpu_omp_dispatch,
     cpu_parallelize,
@@ -27,6 +28,8 @@ from mlirc.passes import (  # noqa: F401
 from mlirc.passes.registry import register_pipeline
 
 LINALG = ["mlirc-outline-library-calls", "mlirc-lower-to-linalg", "canonicalize", "cse"]
+# CPU only, before fusion: the layout permutes it adds fuse into their neighbours.
+CPU_LAYOUT = ["mlirc-cpu-channels-last", "canonicalize", "cse"]
 KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-transpose-views"]
 # Host-side: it regroups the entry's calls, so it runs before the kernels are split off.
 CPU_FUSION = ["mlirc-cpu-fuse-rows", "canonicalize", "cse"]
@@ -86,6 +89,7 @@ GPU = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-n
 
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,
+    "cpu-layout": CPU_LAYOUT,
     "kernels": KERNELS,
     "cpu-fusion": CPU_FUSION,
     "cpu": CPU,
@@ -93,6 +97,9 @@ STAGES: dict[str, list[str]] = {
 }
 
 register_pipeline("mlirc-stage-linalg", "Stage: mlirc dialect -> linalg on tensors", LINALG)
+register_pipeline(
+    "mlirc-stage-cpu-layout", "Stage: CNN activations channels-last around convolutions (CPU)", CPU_LAYOUT
+)
 register_pipeline("mlirc-stage-kernels", "Stage: fusion and kernel formation", KERNELS)
 register_pipeline("mlirc-stage-cpu-fusion", "Stage: CPU row fusion of a kernels module (entry included)", CPU_FUSION)
 register_pipeline(

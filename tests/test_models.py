@@ -5,8 +5,6 @@ import torch
 import torch.nn as nn
 from conftest import compile_and_compare
 
-from mlirc.config import config
-
 
 class SmallCNN(nn.Module):
     def __init__(self):
@@ -112,20 +110,3 @@ def test_lifted_constant_tensor():
 def test_avg_pool2d(kwargs):
     x = torch.randn(2, 3, 11, 7).transpose(2, 3)  # odd sizes, non-contiguous
     compile_and_compare(lambda t: torch.nn.functional.avg_pool2d(t, **kwargs), x)
-
-
-@pytest.mark.parametrize("nhwc", [False, True])
-def test_convolution_in_either_layout(nhwc, monkeypatch, tmp_path):
-    """The CPU wrapper may run a convolution on an NHWC copy of its input (where
-    timing says it wins); both layouts give eager's result."""
-    from mlirc.backends.cpu import runtime
-
-    monkeypatch.setattr(runtime, "prefers_channels_last", lambda *key: nhwc)
-    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
-    conv = nn.Conv2d(5, 7, 3, stride=2, padding=1)
-    grouped = nn.Conv2d(7, 14, 3, padding=2, dilation=2, groups=7)
-    x = torch.randn(3, 5, 13, 11)[:, :, :, 1:]  # odd sizes, a non-contiguous input
-    with torch.no_grad():
-        compile_and_compare(lambda t: torch.relu(grouped(torch.relu(conv(t)))), x)
-    (wrapper,) = [p.read_text() for p in tmp_path.glob("*.wrapper.py")]
-    assert wrapper.count("torch.conv2d(") == 2 and wrapper.count("channels_last") == 2 * nhwc

@@ -43,3 +43,48 @@ func.func @kernel_1(%a: tensor<7x137xf32>) -> tensor<7xf32> attributes {mlirc.ke
   } -> tensor<7xf32>
   return %r : tensor<7xf32>
 }
+
+// A channels-last max-pool (mlirc-cpu-channels-last's form: loops n, c, h, w, kh, kw).
+// The channel loop moves innermost; n, h, w are tiled to 1, the 2x2 window stays
+// whole, and the window reduces lane-wise over whole channel vectors (20 channels:
+// the last vector is masked).
+// CHECK-LABEL: func.func @kernel_window
+// CHECK-COUNT-3: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c20 step %c8
+// CHECK: vector.transfer_read {{.*}} : tensor<2x2x?xf32>, vector<2x2x8xf32>
+// CHECK-COUNT-4: arith.maximumf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-NOT: vector.reduction
+// CHECK: vector.transfer_write {{.*}} : vector<8xf32>, tensor<?xf32>
+#win_in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d2 * 2 + d4, d3 * 2 + d5, d1)>
+#win = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#win_out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d2, d3, d1)>
+func.func @kernel_window(%a: tensor<2x9x7x20xf32>) -> tensor<2x4x3x20xf32> attributes {mlirc.kernel} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %w = tensor.empty() : tensor<2x2xf32>
+  %e = tensor.empty() : tensor<2x4x3x20xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<2x4x3x20xf32>) -> tensor<2x4x3x20xf32>
+  %r = linalg.generic {indexing_maps = [#win_in, #win, #win_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%a, %w : tensor<2x9x7x20xf32>, tensor<2x2xf32>) outs(%f : tensor<2x4x3x20xf32>) {
+  ^bb0(%x: f32, %unused: f32, %acc: f32):
+    %m = arith.maximumf %acc, %x : f32
+    linalg.yield %m : f32
+  } -> tensor<2x4x3x20xf32>
+  return %r : tensor<2x4x3x20xf32>
+}
+
+// An elementwise op on NHWC data with NCHW loops: the channel loop moves innermost,
+// so that reads and writes are contiguous vectors.
+// CHECK-LABEL: func.func @kernel_nhwc
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c11 step %c8
+// CHECK: vector.transfer_read {{.*}} : tensor<1x1x1x?xf32>, vector<8xf32>
+// CHECK: arith.addf {{.*}} : vector<8xf32>
+#nhwc = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
+#chan = affine_map<(d0, d1, d2, d3) -> (d1)>
+func.func @kernel_nhwc(%a: tensor<2x5x6x11xf32>, %b: tensor<11xf32>) -> tensor<2x5x6x11xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<2x5x6x11xf32>
+  %r = linalg.generic {indexing_maps = [#nhwc, #chan, #nhwc], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a, %b : tensor<2x5x6x11xf32>, tensor<11xf32>) outs(%e : tensor<2x5x6x11xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<2x5x6x11xf32>
+  return %r : tensor<2x5x6x11xf32>
+}

@@ -1,0 +1,218 @@
+"""mlirc-cpu-channels-last: CNN activations live in channels-last (NHWC) memory.
+
+oneDNN's CPU convolutions run 1.1-7x faster on NHWC data than on NCHW (a
+3-channel stem: 2.6 ms against 0.35 ms on 2 cores), and Inductor keeps whole CNNs
+channels-last for that reason.  Converting at each call would cost two copies per
+convolution, so the layout travels with the data instead:
+
+1. Every `conv2d` library call becomes `conv2d_nhwc` (its input and result are
+   NHWC tensors), wrapped as permute(conv2d_nhwc(permute(x, to NHWC)), to NCHW).
+2. In program order, a generic that reads one of those "back to NCHW" permutes
+   reads the NHWC tensor through its indexing map instead; if its result is an
+   activation (4-D, more than one pixel) it also writes NHWC, and a new "back to
+   NCHW" permute after it carries the layout on to its users.  Loops and bodies
+   do not change: only the maps that place operands in memory do.
+3. A "to NHWC" permute of a "back to NCHW" one is the identity, which
+   canonicalization erases: between two convolutions nothing is copied.
+
+What is left are permutes at the edges (the network's input, a flatten, a
+result), each a copy kernel.  Pooling ops become generics first, so that they
+take part (and their elementwise producers fuse into them).  It runs on the
+linalg stage's IR, before fusion, and only for the CPU: cuDNN has its own view.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import func
+
+from mlirc.dialects import shapes
+from mlirc.passes import linalg_emit as le
+from mlirc.passes.ir_utils import callee, entry_functions, functions, run_transform
+from mlirc.passes.outline_library_calls import LIBRARY_ATTR
+from mlirc.passes.registry import register_pass
+
+TO_NHWC = (0, 2, 3, 1)  # torch.permute order: NCHW -> NHWC
+TO_NCHW = (0, 3, 1, 2)
+CONV_LIBRARY, CONV_NHWC_LIBRARY = "conv2d", "conv2d_nhwc"
+POOLING_OPS = ("linalg.pooling_nchw_max", "linalg.pooling_nchw_sum")
+
+
+def permute(value: ir.Value, perm: tuple[int, ...]) -> ir.Value:
+    """torch.permute(value, perm) as a transpose generic (what fusion folds away)."""
+    rank = len(perm)
+    in_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(perm.index(j)) for j in range(rank)])
+    in_shape = shapes.shape_of(value)
+    init = le.empty([in_shape[p] for p in perm], shapes.elem_of(value))
+    return le.generic([value], [in_map], [init], [le.identity_map(rank)], [le.PARALLEL] * rank, lambda a: [a[0]])[0]
+
+
+def _permuted_type(t: ir.Type, perm: tuple[int, ...]) -> ir.Type:
+    shape = shapes.shape_of(t)
+    return shapes.tensor_type([shape[p] for p in perm], shapes.elem_of(t))
+
+
+def _maps(op: ir.Operation) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _set_maps(op: ir.Operation, maps: list[ir.AffineMap]) -> None:
+    op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
+
+
+def _reorder(amap: ir.AffineMap, perm: tuple[int, ...]) -> ir.AffineMap:
+    """The map reading (or writing) the same elements from a tensor permuted by `perm`."""
+    return ir.AffineMap.get(amap.n_dims, amap.n_symbols, [amap.results[p] for p in perm])
+
+
+def _is_library(kernel: func.FuncOp | None, name: str) -> bool:
+    return kernel is not None and LIBRARY_ATTR in kernel.attributes and (
+        ir.StringAttr(kernel.attributes[LIBRARY_ATTR]).value == name
+    )  # fmt: skip
+
+
+# -- 1. convolutions ---------------------------------------------------------------------
+
+
+def _retype_conv_kernel(kernel: func.FuncOp) -> None:
+    """The library kernel's body computes in NCHW between two permutes, so that
+    mlirc-opt still runs it; the host calls oneDNN on the NHWC tensors."""
+    block = kernel.entry_block
+    x = block.arguments[0]
+    uses = [(u.owner, u.operand_number) for u in x.uses]
+    x.set_type(_permuted_type(x.type, TO_NHWC))
+    first = block.operations[0]
+    with ir.InsertionPoint(first), kernel.location:
+        logical = permute(x, TO_NCHW)
+    for owner, index in uses:
+        owner.operands[index] = logical
+    ret = block.operations[len(block.operations) - 1]
+    with ir.InsertionPoint(ret), kernel.location:
+        ret.operands[0] = permute(ret.operands[0], TO_NHWC)
+    kernel.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get([a.type for a in block.arguments], [ret.operands[0].type])
+    )
+    kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get(CONV_NHWC_LIBRARY)
+
+
+def _convert_conv_call(call: ir.Operation, kernel: func.FuncOp, nchw_views: dict) -> ir.Value:
+    """Returns the "back to NCHW" permute now standing for the call's result."""
+    _retype_conv_kernel(kernel)
+    result = call.results[0]
+    users = [(u.owner, u.operand_number) for u in result.uses]
+    x = call.operands[0]
+    with ir.InsertionPoint(call), call.location:
+        # Between two convolutions the input is already NHWC behind its view.
+        call.operands[0] = nchw_views[x] if x in nchw_views else permute(x, TO_NHWC)
+    result.set_type(_permuted_type(result.type, TO_NHWC))
+    with ir.InsertionPoint.after(call), call.location:
+        logical = permute(result, TO_NCHW)
+    for owner, index in users:
+        owner.operands[index] = logical
+    return logical
+
+
+def _convertible(kernel: func.FuncOp | None, call: ir.Operation) -> bool:
+    return _is_library(kernel, CONV_LIBRARY) and len(shapes.shape_of(call.operands[0])) == 4
+
+
+# -- 2. propagation ----------------------------------------------------------------------
+
+
+def _writes_activation(op: ir.Operation) -> bool:
+    """Should `op` write its result in NHWC too: a 4-D image of more than one pixel,
+    written through plain loop dims (a map that a permutation can reorder)?"""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return False
+    shape = shapes.shape_of(op.results[0])
+    if len(shape) != 4 or shape[2] * shape[3] <= 1:
+        return False
+    if not all(isinstance(e, ir.AffineDimExpr) for e in _maps(op)[-1].results):
+        return False
+    init = op.operands[len(op.operands) - 1]
+    return _fresh_init(init) is not None
+
+
+def _fresh_init(init: ir.Value) -> str | None:
+    """How the init is made, where it can be made again in another shape."""
+    owner = init.owner
+    if isinstance(owner, ir.Block):
+        return None
+    if owner.name == "tensor.empty":
+        return "empty"
+    if owner.name == "linalg.fill" and owner.operands[1].owner.name == "tensor.empty":
+        return "fill"
+    return None
+
+
+def _nhwc_init(init: ir.Value) -> ir.Value:
+    elem = shapes.elem_of(init)
+    empty = le.empty([shapes.shape_of(init)[p] for p in TO_NHWC], elem)
+    if _fresh_init(init) == "empty":
+        return empty
+    return le.fill(init.owner.operands[0], empty)
+
+
+def _read_nhwc(op: ir.Operation, nchw_views: dict) -> bool:
+    """Point `op` at the NHWC tensors behind its "back to NCHW" inputs."""
+    maps = _maps(op)
+    changed = False
+    inputs = len(op.operands) - len(op.results)
+    for i in range(inputs):
+        source = nchw_views.get(op.operands[i])
+        if source is not None:
+            op.operands[i] = source
+            maps[i] = _reorder(maps[i], TO_NHWC)
+            changed = True
+    if changed:
+        _set_maps(op, maps)
+    return changed
+
+
+def _write_nhwc(op: ir.Operation) -> ir.Value:
+    """Make `op` write NHWC; returns the "back to NCHW" permute for its users."""
+    result = op.results[0]
+    users = [(u.owner, u.operand_number) for u in result.uses]
+    index = len(op.operands) - 1
+    with ir.InsertionPoint(op), op.location:
+        op.operands[index] = _nhwc_init(op.operands[index])
+    maps = _maps(op)
+    maps[-1] = _reorder(maps[-1], TO_NHWC)
+    _set_maps(op, maps)
+    result.set_type(_permuted_type(result.type, TO_NHWC))
+    with ir.InsertionPoint.after(op), op.location:
+        logical = permute(result, TO_NCHW)
+    for owner, operand in users:
+        owner.operands[operand] = logical
+    return logical
+
+
+def _propagate(entry: func.FuncOp, kernels: dict[str, func.FuncOp]) -> None:
+    nchw_views: dict = {}  # "back to NCHW" permute result -> the NHWC tensor it reads
+    for op in [o.operation for o in entry.entry_block.operations]:
+        if op.name == "func.call" and _convertible(kernels.get(callee(op)), op):
+            view = _convert_conv_call(op, kernels[callee(op)], nchw_views)
+            nchw_views[view] = view.owner.operands[0]
+        elif op.name == "linalg.generic" and op.results and _read_nhwc(op, nchw_views) and _writes_activation(op):
+            view = _write_nhwc(op)
+            nchw_views[view] = view.owner.operands[0]
+
+
+def _generalize_pooling(module: ir.Operation) -> None:
+    names = ", ".join(f'"{n}"' for n in POOLING_OPS)
+    run_transform(
+        module,
+        [
+            f"%pools = transform.structured.match ops{{[{names}]}} in %root : (!transform.any_op) -> !transform.any_op",
+            "%generic = transform.structured.generalize %pools : (!transform.any_op) -> !transform.any_op",
+        ],
+    )
+
+
+@register_pass("mlirc-cpu-channels-last", "Keep CNN activations channels-last (NHWC) around oneDNN convolutions")
+def cpu_channels_last(module: ir.Operation) -> None:
+    _generalize_pooling(module)
+    body = module.regions[0].blocks[0]
+    kernels = functions(body)
+    for entry in entry_functions(body):
+        _propagate(entry, kernels)

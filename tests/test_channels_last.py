@@ -1,0 +1,94 @@
+"""CNNs on the CPU run channels-last (mlirc-cpu-channels-last): oneDNN convolutions
+on NHWC tensors, and the kernels between them reading and writing NHWC.  Every
+case is checked against eager, with odd sizes, strided inputs and prime channel
+counts (the vector width does not divide them)."""
+
+import pytest
+import torch
+import torch.nn as nn
+from conftest import compile_and_compare
+
+from mlirc.config import config
+
+
+def _randomized(model: nn.Module) -> nn.Module:
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.normal_()
+            m.running_var.uniform_(0.5, 2.0)
+            m.weight.data.normal_()
+    return model.eval()
+
+
+class Block(nn.Module):
+    """conv-BN-ReLU-pool twice, a residual add and a global average: every kind
+    of kernel that sits between convolutions."""
+
+    def __init__(self, cin: int, width: int, pool: nn.Module) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, width, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.pool = pool
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.down = nn.Conv2d(width, width, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool(torch.relu(self.bn1(self.conv1(x))))
+        y = torch.relu(self.bn2(self.conv2(x)) + self.down(x))
+        return y.mean((2, 3))
+
+
+@pytest.mark.parametrize(
+    "cin, width, size, pool",
+    [
+        (3, 16, (17, 15), nn.MaxPool2d(2)),
+        (1, 13, (9, 11), nn.MaxPool2d(3, stride=2, padding=1)),  # a padded window
+        (5, 7, (8, 8), nn.AvgPool2d(2)),
+        (2, 1, (6, 7), nn.MaxPool2d(2)),  # one channel: nothing to vectorize
+        (4, 9, (12, 10), nn.MaxPool2d((2, 3), stride=(2, 1), dilation=(1, 2))),
+    ],
+)
+def test_conv_blocks(cin, width, size, pool):
+    model = _randomized(Block(cin, width, pool))
+    x = torch.randn(3, cin, size[1], size[0] + 1)[..., 1:]  # non-contiguous
+    with torch.no_grad():
+        compile_and_compare(model, x)
+
+
+def test_feature_maps_come_back_in_nchw():
+    """A conv result returned as is, and one flattened, are the NCHW tensors eager gives."""
+    conv = nn.Conv2d(3, 6, 3, stride=2, padding=1)
+    with torch.no_grad():
+        compile_and_compare(lambda t: (torch.relu(conv(t)), conv(t).flatten(1)), torch.randn(2, 3, 11, 9))
+
+
+@pytest.mark.parametrize("groups", [1, 7])
+def test_grouped_and_1d_convolutions(groups):
+    conv2d = nn.Conv2d(7, 14, 3, padding=2, dilation=2, groups=groups)
+    conv1d = nn.Conv1d(14, 5, 3)
+    with torch.no_grad():
+        compile_and_compare(lambda t: conv1d(torch.relu(conv2d(t)).mean(2)), torch.randn(2, 7, 10, 13))
+
+
+def test_empty_batch():
+    conv = nn.Conv2d(3, 4, 3)
+    with torch.no_grad():
+        compile_and_compare(lambda t: torch.relu(conv(t)), torch.randn(0, 3, 8, 8), expect_no_fallback=False)
+
+
+def test_float64():
+    model = _randomized(Block(3, 5, nn.MaxPool2d(2))).double()
+    with torch.no_grad():
+        compile_and_compare(model, torch.randn(2, 3, 10, 10, dtype=torch.float64))
+
+
+def test_no_copies_between_convolutions(monkeypatch, tmp_path):
+    """conv-ReLU-conv: the input's NHWC copy, one ReLU kernel on NHWC data and the
+    result's NCHW copy -- nothing converts between the two convolutions."""
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    first, second = nn.Conv2d(3, 8, 3), nn.Conv2d(8, 4, 3)
+    with torch.no_grad():
+        compile_and_compare(lambda t: second(torch.relu(first(t))), torch.randn(2, 3, 12, 12))
+    (wrapper,) = [p.read_text() for p in tmp_path.glob("*.wrapper.py")]
+    assert wrapper.count("torch.conv2d(") == 2 and wrapper.count("kernels[") == 3, wrapper
