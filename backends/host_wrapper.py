@@ -12,6 +12,8 @@ at build time, not at run time:
   dtype and size (`buf7 = buf3`) rather than freed and allocated again; a buffer
   no later allocation wants is deleted at its last use, as eager frees it.
   Storage is pooled only when no view of it is still alive.
+* An elementwise kernel whose operand dies at the call writes its result over that
+  operand (Inductor does the same): one buffer streamed instead of two.
 * Allocations skip the dispatcher (`empty_strided_<device>`), as Inductor's do.
 
 Device specifics (stream, launch) are the subclasses' hooks.
@@ -73,6 +75,55 @@ def contiguous_strides(shape: list[int]) -> list[int]:
     return strides[::-1]
 
 
+def _is_identity(amap: ir.AffineMap) -> bool:
+    results = list(amap.results)
+    return len(results) == amap.n_dims and all(
+        isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == i for i, e in enumerate(results)
+    )
+
+
+def in_place_operands(kernel: func.FuncOp) -> list[int]:
+    """Arguments a kernel may overwrite with its result: it is one elementwise
+    linalg.generic that reads the argument (possibly reshaped, which keeps the
+    row-major order) at exactly the element it writes, with the same element type,
+    so every element is read before it is written and by nothing else."""
+    if not len(kernel.regions[0].blocks):  # a declaration
+        return []
+    body = [op.operation for op in kernel.entry_block.operations]
+    generics = [op for op in body if op.name == "linalg.generic"]
+    allowed = {
+        "arith.constant",
+        "tensor.expand_shape",
+        "tensor.collapse_shape",
+        "tensor.empty",
+        "linalg.generic",
+        "func.return",
+    }
+    if len(generics) != 1 or any(op.name not in allowed for op in body):
+        return []
+    generic = generics[0]
+    if len(generic.results) != 1 or any(
+        not str(it).endswith("<parallel>") for it in ir.ArrayAttr(generic.attributes["iterator_types"])
+    ):
+        return []
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    if not _is_identity(maps[-1]):
+        return []
+    args = list(kernel.entry_block.arguments)
+    out_type = generic.results[0].type
+    found = []
+    for operand, amap in zip(list(generic.operands)[: len(generic.operands) - 1], maps, strict=False):
+        source = operand
+        while not isinstance(source.owner, ir.Block) and source.owner.operation.name in (
+            "tensor.expand_shape",
+            "tensor.collapse_shape",
+        ):
+            source = source.owner.operation.operands[0]
+        if source in args and _is_identity(amap) and operand.type == out_type:
+            found.append(args.index(source))
+    return found
+
+
 def wrapper_scope(device: torch.device) -> dict:
     """Names the generated code uses, bound once: the fast allocator and view maker
     where this torch has them (Inductor's), torch's public ones otherwise."""
@@ -118,6 +169,9 @@ class WrapperBuilder:
         self.root: dict[str, str] = {}  # name -> the name that owns its storage
         self.aliases: defaultdict[str, int] = defaultdict(int)  # root -> live names on it
         self.poolable: set[str] = set()  # roots this wrapper allocated
+        self.moved: set[str] = set()  # roots whose storage a kernel result took over in place
+        self.last_use: dict = {}
+        self.index = 0
         self.pool: defaultdict[tuple, list[tuple[str, _Free]]] = defaultdict(list)
 
     def name(self, value: ir.Value) -> str:
@@ -139,7 +193,9 @@ class WrapperBuilder:
         logical = {v: d for v, d in zip(ret.operands, self.result_dtypes, strict=False)}
         ops = [op.operation for op in self.entry.entry_block.operations]
         last_use = {v: i for i, op in enumerate(ops) for v in op.operands}
+        self.last_use = last_use
         for i, op in enumerate(ops):
+            self.index = i
             self.emit(op, logical)
             self.free_after(op, i, last_use)
         return "\n".join(text for text in map(str, self.lines) if text)
@@ -177,7 +233,7 @@ class WrapperBuilder:
 
     def _release(self, root: str, dead: list[str]) -> None:
         meta = self.meta.get(root)
-        if root in self.poolable and meta is not None:
+        if root in self.poolable and meta is not None and root not in self.moved:
             free = _Free(root)
             self.lines.append(free)
             self.pool[(meta.dtype, meta.numel())].append((root, free))
@@ -238,8 +294,41 @@ class WrapperBuilder:
         elif library is not None:
             self.emit_library_call(op, library, attrs, logical)
         else:
-            outs = [self.allocate(r, logical) for r in op.results]
+            outs = [self.in_place(op, callee, logical) or self.allocate(r, logical) for r in op.results]
             self.emit_kernel_call(callee, [*(self.name(v) for v in op.operands), *outs])
+
+    def in_place(self, op: ir.Operation, callee: str, logical: dict) -> str | None:
+        """The result written over an operand that dies here (Inductor's in-place
+        buffers): an elementwise kernel then streams one buffer instead of two, and
+        a large result needs no fresh, page-faulting memory."""
+        if len(op.results) != 1 or callee not in self.kernels:
+            return None
+        result = op.results[0]
+        dtype = _dtype(result.type, logical.get(result))
+        for index in in_place_operands(self.kernels[callee]):
+            name = self.names.get(op.operands[index], "")
+            root = self.root.get(name)
+            meta = self.meta.get(name)
+            if (
+                root != name
+                or name not in self.poolable
+                or name in self.moved
+                or self.aliases[name] != 1
+                or self.last_use.get(op.operands[index]) != self.index
+                or meta is None
+                or meta.dtype != dtype
+                or list(op.operands).count(op.operands[index]) != 1
+            ):
+                continue
+            n = self.fresh(result)
+            shape = list(shapes.shape_of(result))
+            strides = contiguous_strides(shape)
+            self.lines.append(f"    {n} = reinterpret_tensor({name}, {tuple(shape)}, {tuple(strides)}, 0)")
+            self.moved.add(name)
+            self._own(n, torch.empty_strided(shape, strides, dtype=dtype, device="meta"))
+            self.poolable.add(n)
+            return n
+        return None
 
     def entry_arg(self, a: str) -> str:
         """The argument as kernels read it: dense, row-major."""

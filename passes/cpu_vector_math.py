@@ -7,9 +7,12 @@ SLEEF, and libtorch_cpu exports it, so calling the same functions gives eager's
 speed and eager's rounding (1.0 ULP variants).  The CPU codegen resolves the
 `Sleef_*` symbols in the loaded libtorch_cpu.
 
-Vectors of any shape whose element count is a multiple of a SLEEF width for the
-host (8 x f32 / 4 x f64 with AVX2, 16 / 8 with AVX-512) are flattened, split into
-SLEEF-width chunks and put back together; other vectors are left to the libm path.
+Vectors of any shape are flattened, split into chunks of a SLEEF width for the
+host (8 x f32 / 4 x f64 with AVX2, 16 / 8 with AVX-512; one that divides the count
+where there is one) and put back together; a partial last chunk is padded.
+
+f32 erf is expanded inline instead (ATen's rational form with fmas and an inline
+exp): SLEEF's erff costs about three times as much per vector.
 """
 
 from __future__ import annotations
@@ -74,11 +77,12 @@ def sleef_name(op_name: str, elem: ir.Type, lanes: int) -> str:
 
 
 def _chunk_lanes(count: int, elem_bits: int) -> int | None:
-    for bits in host_vector_bits():
-        lanes = bits // elem_bits
+    """A SLEEF width that divides `count`, else the narrowest (its last chunk is padded)."""
+    widths = [bits // elem_bits for bits in host_vector_bits()]
+    for lanes in widths:
         if count % lanes == 0:
             return lanes
-    return None
+    return widths[-1] if widths else None
 
 
 def _declare(module: ir.Operation, name: str, arity: int, vtype: ir.Type) -> None:
@@ -90,6 +94,10 @@ def _declare(module: ir.Operation, name: str, arity: int, vtype: ir.Type) -> Non
     del decl  # a declaration: the body stays empty
 
 
+def _splat(vtype: ir.VectorType, value: float) -> ir.Value:
+    return arith.constant(vtype, ir.DenseElementsAttr.get_splat(vtype, ir.FloatAttr.get(vtype.element_type, value)))
+
+
 def _rewrite(module: ir.Operation, op: ir.Operation, lanes: int) -> None:
     vtype = ir.VectorType(op.results[0].type)
     elem, count = vtype.element_type, functools.reduce(lambda a, b: a * b, vtype.shape, 1)
@@ -97,17 +105,27 @@ def _rewrite(module: ir.Operation, op: ir.Operation, lanes: int) -> None:
     chunk_t = ir.VectorType.get([lanes], elem)
     name = sleef_name(op.name, elem, lanes)
     _declare(module, name, len(op.operands), chunk_t)
+    single = count <= lanes
     with ir.InsertionPoint(op), op.location:
         flat_args = [v if vtype.rank == 1 else vector.shape_cast(flat_t, v) for v in op.operands]
-        if lanes != count:
-            result = arith.constant(flat_t, ir.DenseElementsAttr.get_splat(flat_t, ir.FloatAttr.get(elem, 0.0)))
+        result = None if single else _splat(flat_t, 0.0)
         for start in range(0, count, lanes):
-            if lanes == count:
-                chunk_args = flat_args
-            else:
-                chunk_args = [vector.extract_strided_slice(chunk_t, a, [start], [lanes], [1]) for a in flat_args]
-            value = func.call([chunk_t], ir.FlatSymbolRefAttr.get(name), chunk_args)
-            result = value if lanes == count else vector.insert_strided_slice(value, result, [start], [1])
+            width = min(lanes, count - start)
+            part_t = ir.VectorType.get([width], elem)
+            args = (
+                flat_args
+                if single
+                else [vector.extract_strided_slice(part_t, a, [start], [width], [1]) for a in flat_args]
+            )
+            if width < lanes:
+                # A partial chunk (a peeled loop tail) padded with ones, which every
+                # function here takes without a fault, rather than left to libm's
+                # scalar calls or math-expand-ops' less exact forms.
+                args = [vector.insert_strided_slice(a, _splat(chunk_t, 1.0), [0], [1]) for a in args]
+            value = func.call([chunk_t], ir.FlatSymbolRefAttr.get(name), args)
+            if width < lanes:
+                value = vector.extract_strided_slice(part_t, value, [0], [width], [1])
+            result = value if single else vector.insert_strided_slice(value, result, [start], [1])
         if vtype.rank != 1:
             result = vector.shape_cast(vtype, result)
     op.results[0].replace_all_uses_with(result)
@@ -148,6 +166,32 @@ ERF_SMALL = 0.5
 ERF_SERIES = tuple(2 / math.sqrt(math.pi) * (-1) ** k / (math.factorial(k) * (2 * k + 1)) for k in range(7))
 
 
+# exp(y) for y <= 0 inline: y = n ln2 + r with |r| <= ln2/2, exp(r) by its Taylor
+# series to r^7 (relative error below 1e-8), times 2^n built in the exponent bits.
+# Inside erf a SLEEF call per vector cost a spill and reload of every constant.
+LN2_HI, LN2_LO = 0.693145751953125, 1.428606765330187e-06  # ln 2 = hi + lo, hi exact in 12 bits
+EXP_TAYLOR = tuple(1 / math.factorial(k) for k in range(8))
+EXP_FLOOR = -87.0  # exp(-87) is still a normal float; erf's use of it is 0 there anyway
+
+
+def _inline_exp(y: ir.Value, vtype: ir.VectorType, splat) -> ir.Value:
+    y = arith.maximumf(y, splat(EXP_FLOOR))
+    n = math_d.floor(math_d.fma(y, splat(1 / math.log(2)), splat(0.5)))
+    r = math_d.fma(n, splat(-LN2_HI), y)
+    r = math_d.fma(n, splat(-LN2_LO), r)
+    poly = splat(EXP_TAYLOR[-1])
+    for coeff in reversed(EXP_TAYLOR[:-1]):
+        poly = math_d.fma(poly, r, splat(coeff))
+    i32 = ir.VectorType.get(vtype.shape, ir.IntegerType.get_signless(32))
+
+    def ints(value: int) -> ir.Value:
+        return arith.constant(i32, ir.DenseElementsAttr.get_splat(i32, ir.IntegerAttr.get(i32.element_type, value)))
+
+    biased = arith.addi(arith.fptosi(i32, n), ints(127))
+    scale = arith.bitcast(vtype, arith.shli(biased, ints(23)))
+    return arith.mulf(poly, scale)
+
+
 def _expand_f32_vector_erf(op: ir.Operation) -> None:
     vtype = ir.VectorType(op.results[0].type)
 
@@ -158,20 +202,44 @@ def _expand_f32_vector_erf(op: ir.Operation) -> None:
     with ir.InsertionPoint(op), op.location:
         x = op.operands[0]
         ax = math_d.absf(x)
-        t = arith.divf(splat(1.0), arith.addf(splat(1.0), arith.mulf(splat(ERF_P), ax)))
+        # Horner steps as fused multiply-adds, as ATen's vectorized erf computes them
+        # (LLVM does not contract a separate mul and add on its own).
+        t = arith.divf(splat(1.0), math_d.fma(splat(ERF_P), ax, splat(1.0)))
         poly = splat(ERF_COEFFS[0])
         for coeff in ERF_COEFFS[1:]:
-            poly = arith.addf(arith.mulf(poly, t), splat(coeff))
+            poly = math_d.fma(poly, t, splat(coeff))
         x2 = arith.mulf(x, x)
-        gauss = math_d.exp(arith.negf(x2))
+        gauss = _inline_exp(arith.negf(x2), vtype, splat)
         erf_abs = arith.subf(splat(1.0), arith.mulf(arith.mulf(poly, t), gauss))
-        series = splat(ERF_SERIES[-1])
-        for coeff in reversed(ERF_SERIES[:-1]):
-            series = arith.addf(arith.mulf(series, x2), splat(coeff))
-        small = arith.cmpf(arith.CmpFPredicate.OLT, ax, splat(ERF_SMALL))
-        result = arith.select(small, arith.mulf(series, x), math_d.copysign(erf_abs, x))
+        result = math_d.copysign(erf_abs, x)
+        if not _only_added_to_one(op):
+            series = splat(ERF_SERIES[-1])
+            for coeff in reversed(ERF_SERIES[:-1]):
+                series = math_d.fma(series, x2, splat(coeff))
+            small = arith.cmpf(arith.CmpFPredicate.OLT, ax, splat(ERF_SMALL))
+            result = arith.select(small, arith.mulf(series, x), result)
     op.results[0].replace_all_uses_with(result)
     op.erase()
+
+
+def _only_added_to_one(op: ir.Operation) -> bool:
+    """Is every use `erf(x) + 1` (GELU's)?  Then the rational form's absolute error
+    is all that shows, and the small-|x| series (a third of GELU's time) is not needed;
+    ATen's GELU computes this form alone."""
+    uses = list(op.results[0].uses)
+    return bool(uses) and all(_is_plus_one(use.owner.operation) for use in uses)
+
+
+def _is_plus_one(user: ir.Operation) -> bool:
+    if user.name != "arith.addf":
+        return False
+    for operand in user.operands:
+        owner = operand.owner
+        if not isinstance(owner, ir.Block) and owner.operation.name == "arith.constant":
+            value = owner.operation.attributes["value"]
+            if isinstance(value, ir.DenseFPElementsAttr) and value.is_splat:
+                return ir.FloatAttr(value.get_splat_value()).value == 1.0
+    return False
 
 
 def _vector_erfs(module: ir.Operation) -> list[ir.Operation]:

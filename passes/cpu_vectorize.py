@@ -104,6 +104,10 @@ class Plan:
     # tile -- the window's dims and the vector dim -- vectorizes with these sizes.
     window_vectors: tuple[int, ...] | None = None
     window_out_rank: int = 0  # its init (a fill) keeps its unit dims
+    # Plain plans whose vector loop ends in a partial vector: that last trip is
+    # peeled off so the full vectors need no mask (a masked load/store per vector
+    # ran a 129-wide softmax 3x slower than a 128-wide one).
+    peel: bool = False
 
 
 # Combiners that tile_reduction_using_for knows the neutral element of.
@@ -270,7 +274,13 @@ def schedule(op: ir.Operation) -> Plan | None:
     iterators = [_iterators(op)[d] for d in order] if order else _iterators(op) if op.name == "linalg.generic" else []
     tiles = [1] * (len(sizes) - 1) + [lanes]
     outer_parallel = op.name == "linalg.copy" or iterators[:1] == ["#linalg.iterator_type<parallel>"]
-    return Plan(tiles, tiles, parallel_outer=outer_parallel, interchange=order)
+    inner = sizes[order[-1] if order else -1]
+    # Only a generic's parallel vector loop: peeling the trips of a reduction that
+    # carries its accumulator (a whole-tensor sum) came out wrong, and a peeled
+    # linalg.copy canonicalizes into a memref copy that needs a runtime library.
+    inner_parallel = op.name == "linalg.generic" and iterators[-1].endswith("<parallel>")
+    peel = inner > lanes and inner % lanes != 0 and inner_parallel
+    return Plan(tiles, tiles, parallel_outer=outer_parallel, interchange=order, peel=peel)
 
 
 def _iterators(op: ir.Operation) -> list[str]:
@@ -325,6 +335,24 @@ def _window_lines(sid: int, plan: Plan) -> list[str]:
     return lines
 
 
+def _peeled_lines(sid: int, plan: Plan) -> list[str]:
+    """Peel the vector loop's partial last trip; with the sizes folded to constants
+    the full tiles and the tail both vectorize exactly, without masks."""
+    inner = f"%loops_tiled{sid}#{sum(1 for t in plan.tiles if t) - 1}"
+    return [
+        f'    %pfor{sid} = transform.cast {inner} : !transform.any_op to !transform.op<"scf.for">',
+        f"    %pmain{sid}, %prest{sid} = transform.loop.peel %pfor{sid}"
+        ' : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)',
+        f"    %pfn{sid} = transform.get_parent_op %pmain{sid} {{isolated_from_above}}"
+        " : (!transform.any_op) -> !transform.any_op",
+        f"    transform.apply_patterns to %pfn{sid} {{ transform.apply_patterns.canonicalization }} : !transform.any_op",
+        # Peeling cloned the tiled op, its schedule mark included: this finds both.
+        f"    %peeled{sid} = transform.structured.match attributes{{{SCHEDULE_ATTR} = {sid} : i64}} in %pfn{sid}"
+        " : (!transform.any_op) -> !transform.any_op",
+        f"    transform.structured.vectorize %peeled{sid} : !transform.any_op",
+    ]
+
+
 def _plan_lines(sid: int, plan: Plan) -> list[str]:
     lines = [
         f"    %op{sid} = transform.structured.match attributes{{{SCHEDULE_ATTR} = {sid} : i64}} in %root"
@@ -342,6 +370,8 @@ def _plan_lines(sid: int, plan: Plan) -> list[str]:
         return lines + _window_lines(sid, plan)
     if not plan.vectors:
         return lines
+    if plan.peel:
+        return lines + _peeled_lines(sid, plan)
     if not plan.reduction_tile:
         return [*lines, _vectorize(f"%tiled{sid}", plan.vectors)]
     outer = plan.vectors[:-1]

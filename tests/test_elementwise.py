@@ -99,3 +99,24 @@ def test_vector_math_special_values(dtype):
     special = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 88.0, -104.0, 1e-30, 710.0])
     x = torch.cat([special, torch.randn(58) * 5]).to(dtype)
     compile_and_compare(f, x, rtol=1e-6 if dtype == torch.float64 else 1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("length", [1, 3, 5, 9, 13, 129])
+def test_peeled_vector_tails(dtype, length):
+    """Odd widths end in a peeled partial vector: it is computed exactly and its
+    transcendental calls keep SLEEF's accuracy (a padded chunk), 0 ** 0 included."""
+
+    def f(x, y):
+        return torch.exp(x) * torch.atan2(x, y), torch.pow(x.abs() * (x > 0), y.abs() * (y > 0)), torch.tanh(x) + 1
+
+    x, y = torch.randn(3, length, dtype=dtype), torch.randn(3, length, dtype=dtype)
+    compile_and_compare(f, x, y, rtol=1e-6 if dtype == torch.float64 else 1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_zero_dim_pow_of_zero(dtype):
+    """A 0-d pow is a scalar libm call: math-expand-ops' exp(y log x) gave NaN for 0 ** 0."""
+    zero = torch.tensor(0.0, dtype=dtype)
+    compile_and_compare(torch.pow, zero, zero)
+    compile_and_compare(torch.pow, torch.tensor(2.5, dtype=dtype), torch.tensor(-1.5, dtype=dtype))

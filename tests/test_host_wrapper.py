@@ -47,6 +47,59 @@ def test_storage_with_a_live_view_is_not_reused():
     assert "del buf4" in lines, "a dead buffer nobody reuses is freed at its last use"
 
 
+# @relu reads its argument at the element it writes: %1 may go over %0, which dies
+# there, and %2 over %1; never over the argument %a (the caller's tensor), and %4
+# not over %3, which %5 still reads.
+IN_PLACE = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @relu(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+func.func private @k(tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+func.func @main(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) attributes {mlirc.entry} {
+  %0 = func.call @relu(%a) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = func.call @relu(%0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = func.call @relu(%1) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %3 = func.call @k(%2, %2) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %4 = func.call @relu(%3) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %5 = func.call @k(%3, %4) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %4, %5 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+"""
+
+
+def test_elementwise_results_overwrite_dying_operands():
+    lines = _wrapper_lines(IN_PLACE)
+    # buf1 = %0, buf2 = %1, buf3 = %2, buf4 = %3, buf5 = %4, buf6 = %5
+    assert any(line.startswith("buf1 = empty_strided(") for line in lines), "never over the argument"
+    assert "buf2 = reinterpret_tensor(buf1, (4, 8), (8, 1), 0)" in lines, lines
+    assert "buf3 = reinterpret_tensor(buf2, (4, 8), (8, 1), 0)" in lines, lines
+    assert "buf5 = buf3; del buf3" in lines, "%3 is read after %4: %4 takes the dead %2's storage"
+    assert not any(line.startswith(("buf5 = reinterpret_tensor(buf4", "buf6 = reinterpret_tensor")) for line in lines)
+
+
+def test_in_place_results_give_eager_results(tmp_path):
+    """mm -> bias + relu (in place) -> mm -> sigmoid (in place), and an input kept intact."""
+    x, w1, b1, w2 = torch.randn(37, 64), torch.randn(64, 129), torch.randn(129), torch.randn(129, 16)
+    keep = x.clone()
+
+    def f(x, w1, b1, w2):
+        return torch.sigmoid(torch.relu(x @ w1 + b1) @ w2), torch.exp(x)
+
+    source = _wrapper_source(f, (x, w1, b1, w2), tmp_path)
+    assert re.search(r"buf\d+ = reinterpret_tensor\(buf\d+, \(37, 129\)", source), source
+    compile_and_compare(f, x, w1, b1, w2)
+    torch.testing.assert_close(x, keep, rtol=0, atol=0)
+
+
 def _wrapper_source(fn, args, tmp_path) -> str:
     config.dump_dir = str(tmp_path)
     try:

@@ -1,7 +1,8 @@
 // RUN: mlirc-opt %s -p mlirc-cpu-vector-math | FileCheck %s
 
 // Vector transcendental ops become SLEEF calls of the host width (libtorch_cpu's
-// SLEEF, as eager uses); vectors that no SLEEF width divides keep the libm path.
+// SLEEF, as eager uses); a vector that no SLEEF width divides ends in a chunk padded
+// with ones (a peeled loop's tail keeps SLEEF's accuracy).
 // Every x86-64 host mlirc targets has AVX2, so 8 x f32 and 4 x f64 always map.
 
 // CHECK-LABEL: func.func @exact_width
@@ -28,7 +29,10 @@ func.func @two_dims(%a: vector<2x8xf64>) -> vector<2x8xf64> {
 }
 
 // CHECK-LABEL: func.func @odd_width
-// CHECK: math.exp %arg0 : vector<5xf32>
+// CHECK: %[[ONES:.*]] = arith.constant dense<1.000000e+00> : vector<8xf32>
+// CHECK: %[[PAD:.*]] = vector.insert_strided_slice %arg0, %[[ONES]] {{.*}} : vector<5xf32> into vector<8xf32>
+// CHECK: %[[E:.*]] = call @Sleef_expf8_u10(%[[PAD]])
+// CHECK: vector.extract_strided_slice %[[E]] {offsets = [0], sizes = [5], strides = [1]}
 // CHECK: math.exp %arg1 : f32
 func.func @odd_width(%a: vector<5xf32>, %s: f32) -> (vector<5xf32>, f32) {
   %e = math.exp %a : vector<5xf32>
@@ -36,16 +40,46 @@ func.func @odd_width(%a: vector<5xf32>, %s: f32) -> (vector<5xf32>, f32) {
   return %e, %f : vector<5xf32>, f32
 }
 
-// f32 erf is a polynomial times exp(-x^2) (ATen's form; SLEEF's erff costs ~3x):
-// only the exponential is a SLEEF call, and the sign is put back with copysign.
+// 13 = a full chunk and a padded one of 5.
+// CHECK-LABEL: func.func @full_and_partial
+// CHECK: vector.extract_strided_slice %arg0 {offsets = [0], sizes = [8], strides = [1]}
+// CHECK: call @Sleef_tanhf8_u10
+// CHECK: vector.extract_strided_slice %arg0 {offsets = [8], sizes = [5], strides = [1]}
+// CHECK: call @Sleef_tanhf8_u10
+// CHECK: vector.insert_strided_slice {{.*}} {offsets = [8], strides = [1]} : vector<5xf32> into vector<13xf32>
+func.func @full_and_partial(%a: vector<13xf32>) -> vector<13xf32> {
+  %t = math.tanh %a : vector<13xf32>
+  return %t : vector<13xf32>
+}
+
+// f32 erf is a polynomial times exp(-x^2) (ATen's form; SLEEF's erff costs ~3x),
+// with Horner steps as fmas and the exponential inline (a call per vector spilled
+// every constant); below |x| = 0.5 a series keeps the relative error small.
 // CHECK-LABEL: func.func @f32_erf
-// CHECK-NOT: Sleef_erff
+// CHECK-NOT: call
 // CHECK: math.absf %arg0 : vector<8xf32>
-// CHECK: call @Sleef_expf8_u10
+// CHECK: math.fma
+// CHECK: math.floor
+// CHECK: arith.bitcast {{.*}} : vector<8xi32> to vector<8xf32>
 // CHECK: math.copysign %{{.*}}, %arg0 : vector<8xf32>
+// CHECK: arith.select
+// CHECK: return
 func.func @f32_erf(%a: vector<8xf32>) -> vector<8xf32> {
   %r = math.erf %a : vector<8xf32>
   return %r : vector<8xf32>
+}
+
+// GELU's erf(x) + 1 hides the rational form's small absolute error: no series.
+// CHECK-LABEL: func.func @gelu_erf
+// CHECK: math.copysign
+// CHECK-NOT: arith.select
+// CHECK: arith.addf
+// CHECK: return
+func.func @gelu_erf(%a: vector<8xf32>) -> vector<8xf32> {
+  %one = arith.constant dense<1.0> : vector<8xf32>
+  %r = math.erf %a : vector<8xf32>
+  %s = arith.addf %r, %one : vector<8xf32>
+  return %s : vector<8xf32>
 }
 
 // CHECK: func.func private @Sleef_expf8_u10(vector<8xf32>) -> vector<8xf32>
