@@ -2,8 +2,10 @@
 
 The schedule is decided here in Python, one small rule per op kind, and applied
 through a generated transform-dialect script run by the transform interpreter:
-the innermost dim is tiled to the vector width and vectorized with masks (so odd
-sizes need no scalar remainder loop); outer dims are tiled to 1.  Ops whose bodies
+the innermost dim is tiled to the vector width; an elementwise loop's partial last
+vector is peeled off, so full vectors load and store without masks and the tail is
+one exact short vector (other ops vectorize with masks); outer dims are tiled to 1.
+Ops whose bodies
 read tensors through `tensor.extract` (gathers, pads) stay scalar for now.
 """
 
