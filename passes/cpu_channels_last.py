@@ -104,8 +104,14 @@ def _convert_conv_call(call: ir.Operation, kernel: func.FuncOp, nchw_views: dict
     with ir.InsertionPoint(call), call.location:
         # Between two convolutions the input is already NHWC behind its view.
         call.operands[0] = nchw_views[x] if x in nchw_views else permute(x, TO_NHWC)
+    return _nhwc_result(call, result, users)
+
+
+def _nhwc_result(op: ir.Operation, result: ir.Value, users: list) -> ir.Value:
+    """`result` now holds NHWC data: retype it, and hand its former `users` an NCHW
+    view of it (a permute the later steps fold into their maps)."""
     result.set_type(_permuted_type(result.type, TO_NHWC))
-    with ir.InsertionPoint.after(call), call.location:
+    with ir.InsertionPoint.after(op), op.location:
         logical = permute(result, TO_NCHW)
     for owner, index in users:
         owner.operands[index] = logical
@@ -179,12 +185,7 @@ def _write_nhwc(op: ir.Operation) -> ir.Value:
     maps = _maps(op)
     maps[-1] = _reorder(maps[-1], TO_NHWC)
     _set_maps(op, maps)
-    result.set_type(_permuted_type(result.type, TO_NHWC))
-    with ir.InsertionPoint.after(op), op.location:
-        logical = permute(result, TO_NCHW)
-    for owner, operand in users:
-        owner.operands[operand] = logical
-    return logical
+    return _nhwc_result(op, result, users)
 
 
 def _propagate(entry: func.FuncOp, kernels: dict[str, func.FuncOp]) -> None:
