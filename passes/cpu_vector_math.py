@@ -91,7 +91,10 @@ def _declare(module: ir.Operation, name: str, arity: int, vtype: ir.Type) -> Non
         return
     with ir.InsertionPoint(module.regions[0].blocks[0]):
         decl = func.FuncOp(name, ir.FunctionType.get([vtype] * arity, [vtype]), visibility="private")
-    del decl  # a declaration: the body stays empty
+    # SLEEF functions are pure: LLVM may CSE, hoist and drop their calls (a row's
+    # log(sum) in log_softmax was computed once per peeled part of the row).
+    decl.attributes["llvm.readnone"] = ir.UnitAttr.get()
+    decl.attributes["passthrough"] = ir.ArrayAttr.get([ir.StringAttr.get("nounwind"), ir.StringAttr.get("willreturn")])
 
 
 def _splat(vtype: ir.VectorType, value: float) -> ir.Value:

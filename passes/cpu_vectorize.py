@@ -424,6 +424,8 @@ def _script(plans: list[tuple[int, Plan]]) -> str:
         "      transform.apply_patterns.vector.lower_masked_transfers",
         "      transform.apply_patterns.vector.transfer_permutation_patterns",
         "      transform.apply_patterns.vector.reduction_to_contract",
+        # f(broadcast(x)) -> broadcast(f(x)): a row's log(sum) once, not once per lane
+        "      transform.apply_patterns.vector.sink_ops",
         "      transform.apply_patterns.canonicalization",
         "    } : !transform.any_op",
         # Lower what the LLVM conversion cannot take as is (masked reductions, contractions);

@@ -120,3 +120,17 @@ def test_zero_dim_pow_of_zero(dtype):
     zero = torch.tensor(0.0, dtype=dtype)
     compile_and_compare(torch.pow, zero, zero)
     compile_and_compare(torch.pow, torch.tensor(2.5, dtype=dtype), torch.tensor(-1.5, dtype=dtype))
+
+
+@pytest.mark.parametrize("llvm_opt", [0, 2])
+def test_llvm_middle_end_levels(llvm_opt, monkeypatch):
+    """The kernels give eager's results with LLVM's middle end off or at -O2 as well
+    as at the default -O3 (every other test): it must not change numerics."""
+    from mlirc.config import config
+
+    monkeypatch.setattr(config, "llvm_opt", llvm_opt)
+
+    def f(x, y):
+        return torch.log_softmax(x + y, -1), chain(x, y)
+
+    compile_and_compare(f, torch.randn(5, 37), torch.randn(37))

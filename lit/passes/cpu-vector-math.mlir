@@ -82,4 +82,5 @@ func.func @gelu_erf(%a: vector<8xf32>) -> vector<8xf32> {
   return %s : vector<8xf32>
 }
 
-// CHECK: func.func private @Sleef_expf8_u10(vector<8xf32>) -> vector<8xf32>
+// SLEEF is pure: declared readnone (plus nounwind/willreturn), LLVM may CSE and hoist its calls.
+// CHECK: func.func private @Sleef_expf8_u10(vector<8xf32>) -> vector<8xf32> attributes {llvm.readnone, passthrough = ["nounwind", "willreturn"]}

@@ -91,3 +91,21 @@ func.func @kernel_nhwc(%a: tensor<2x5x6x11xf32>, %b: tensor<11xf32>) -> tensor<2
   } -> tensor<2x5x6x11xf32>
   return %r : tensor<2x5x6x11xf32>
 }
+
+// A row-broadcast operand's log (log_softmax's log(sum)) is taken once per row:
+// f(broadcast(x)) sinks to broadcast(f(x)), so the vector math sees one lane, not
+// a vector of copies.
+// CHECK-LABEL: func.func @kernel_row_log
+// CHECK: math.log %{{.*}} : vector<1xf32>
+// CHECK-NOT: math.log %{{.*}} : vector<{{[2-9]|[1-9][0-9]+}}xf32>
+// CHECK: return
+func.func @kernel_row_log(%a: tensor<64x16xf32>, %s: tensor<64xf32>) -> tensor<64x16xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<64x16xf32>
+  %r = linalg.generic {indexing_maps = [#map, #row, #map], iterator_types = ["parallel", "parallel"]} ins(%a, %s : tensor<64x16xf32>, tensor<64xf32>) outs(%e : tensor<64x16xf32>) {
+  ^bb0(%x: f32, %t: f32, %o: f32):
+    %l = math.log %t : f32
+    %y = arith.subf %x, %l : f32
+    linalg.yield %y : f32
+  } -> tensor<64x16xf32>
+  return %r : tensor<64x16xf32>
+}
