@@ -40,10 +40,11 @@ LIBRARY_CALLS = {
     "mm": "torch.mm({0}, {1}, out={out})",
     "bmm": "torch.bmm({0}, {1}, out={out})",
     "conv2d": "{out} = torch.conv2d({0}, {1}, None, {stride}, {padding}, {dilation}, {groups}).contiguous()",
-    # Input and result are NHWC tensors (mlirc-cpu-channels-last): oneDNN computes
-    # channels-last when its input is, and the result's NHWC view is then dense.
+    # Input and result are NHWC tensors, the weight OHWI (mlirc-cpu-channels-last):
+    # oneDNN computes channels-last when its input is, and the result's NHWC view is
+    # then dense.
     "conv2d_nhwc": (
-        "{out} = torch.conv2d({0}.permute(0, 3, 1, 2), {1}, None,"
+        "{out} = torch.conv2d({0}.permute(0, 3, 1, 2), {1}.permute(0, 3, 1, 2), None,"
         " {stride}, {padding}, {dilation}, {groups}).permute(0, 2, 3, 1).contiguous()"
     ),
 }
