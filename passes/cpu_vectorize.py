@@ -99,6 +99,10 @@ class Plan:
     # inside that loop, tile by tile, so the loop is the kernel's only writer.
     parallel_outer: bool = False
     fuse_init: bool = False
+    # How many tile loops from the outermost run over parallel dims (all marked):
+    # mlirc-cpu-parallelize coalesces them when the outermost alone is too short
+    # to share among threads.
+    parallel_loops: int = 1
     # Loop order first (transform.structured.interchange: new loop i is old loop
     # interchange[i]); `tiles` and `vectors` are in the new order.
     interchange: tuple[int, ...] | None = None
@@ -143,7 +147,7 @@ def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | N
         return None
     outer = [1] * (len(sizes) - 1)
     size, block = sizes[-1], UNROLL * lanes
-    rows = {"parallel_outer": bool(outer), "fuse_init": True}
+    rows = {"parallel_outer": bool(outer), "fuse_init": True, "parallel_loops": len(outer)}
     if size < 2 * block:  # a short row in one vector op (a 1-trip loop would fold away)
         return Plan([*outer, 0], [*outer, size], **rows)
     return Plan([*outer, 0], [*outer, block], reduction_tile=block, tail=size % block, **rows)
@@ -240,7 +244,7 @@ def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lan
             return None
     tiles = [0 if iterators[d].endswith("<reduction>") else 1 for d in order[:-1]] + [lanes]
     return Plan(
-        tiles, [], parallel_outer=True, fuse_init=True, interchange=order,
+        tiles, [], parallel_outer=True, fuse_init=True, interchange=order, parallel_loops=sum(1 for t in tiles[:-1] if t),
         window_vectors=tuple([sizes[d] for d in kept[:-1]] + [lanes]), window_out_rank=len(maps[-1].results),
     )  # fmt: skip
 
@@ -282,7 +286,9 @@ def schedule(op: ir.Operation) -> Plan | None:
     # linalg.copy canonicalizes into a memref copy that needs a runtime library.
     inner_parallel = op.name == "linalg.generic" and iterators[-1].endswith("<parallel>")
     peel = inner > lanes and inner % lanes != 0 and inner_parallel
-    return Plan(tiles, tiles, parallel_outer=outer_parallel, interchange=order, peel=peel)
+    kinds = iterators or ["#linalg.iterator_type<parallel>"] * len(sizes)  # a copy: all parallel
+    leading = next((i for i, it in enumerate(kinds[:-1]) if not it.endswith("<parallel>")), len(kinds) - 1)
+    return Plan(tiles, tiles, parallel_outer=outer_parallel, interchange=order, peel=peel, parallel_loops=leading)
 
 
 def _iterators(op: ir.Operation) -> list[str]:
@@ -303,7 +309,8 @@ def _tile(handle: str, out: str, plan: Plan) -> list[str]:
         f" tile_sizes {plan.tiles} : (!transform.any_op) -> ({_handles(loops + 1)})"
     ]
     if plan.parallel_outer and plan.tiles[0]:
-        lines.append(f'    transform.annotate %loops_{out[1:]}#0 "{PARALLEL_LOOP_ATTR}" : !transform.any_op')
+        for i in range(max(1, min(plan.parallel_loops, loops))):
+            lines.append(f'    transform.annotate %loops_{out[1:]}#{i} "{PARALLEL_LOOP_ATTR}" : !transform.any_op')
     return lines
 
 

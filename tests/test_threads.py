@@ -66,3 +66,18 @@ def test_scalar_kernels_on_threads(threads, count):
         return pooled, x.argmax(1), torch.gather(x, 2, idx)
 
     compile_and_compare(fn, x, idx)
+
+
+@pytest.mark.parametrize("count", [2, 5])
+def test_short_outer_loops_merge_for_threads(threads, count):
+    """Attention's head split (3 x 4 x 4 x 128 x 64, bert's QKV bias): the 3-trip
+    outer loop merges with the parallel loops inside it (mlirc-cpu-parallelize), so
+    chunks split the merged index; every element must still land in its place."""
+    threads(count)
+    x, b = torch.randn(512, 768), torch.randn(768)
+
+    def heads(x, b):
+        return (x + b).view(4, 128, 3, 4, 64).permute(2, 0, 3, 1, 4).contiguous()
+
+    compile_and_compare(heads, x, b)
+    compile_and_compare(lambda x: torch.tanh(x).view(3, 7, 11, 520).sum(-1), torch.randn(3, 77, 520))

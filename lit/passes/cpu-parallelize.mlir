@@ -57,3 +57,34 @@ func.func @small(%a: memref<4x8xf32>, %out: memref<4x8xf32>) attributes {mlirc.k
   } {mlirc.parallel_loop}
   return
 }
+
+// An outermost loop too short to share among threads (3 trips) merges with the
+// marked loops it runs, until 64 or more trips: one loop over 3 * 4 * 32 = 384,
+// its indices recovered by div/rem, the address ops in between moved inside.
+// CHECK-LABEL: func.func private @short_outer_chunk
+// CHECK: scf.for %[[IV:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: arith.divui
+// CHECK: arith.remui
+// CHECK: memref.subview
+// CHECK-NOT: scf.for
+// CHECK: memref.copy
+// CHECK-LABEL: func.func @short_outer(
+// CHECK-SAME: mlirc.parallel = array<i64: 0, 384, 1>
+func.func @short_outer(%a: memref<3x4x32x512xf32>, %out: memref<3x4x32x512xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  scf.for %i = %c0 to %c3 step %c1 {
+    %ai = memref.subview %a[%i, 0, 0, 0] [1, 4, 32, 512] [1, 1, 1, 1] : memref<3x4x32x512xf32> to memref<4x32x512xf32, strided<[16384, 512, 1], offset: ?>>
+    scf.for %j = %c0 to %c4 step %c1 {
+      scf.for %k = %c0 to %c32 step %c1 {
+        %row = memref.subview %ai[%j, %k, 0] [1, 1, 512] [1, 1, 1] : memref<4x32x512xf32, strided<[16384, 512, 1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+        %dst = memref.subview %out[%i, %j, %k, 0] [1, 1, 1, 512] [1, 1, 1, 1] : memref<3x4x32x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+        memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+      } {mlirc.parallel_loop}
+    } {mlirc.parallel_loop}
+  } {mlirc.parallel_loop}
+  return
+}
