@@ -79,47 +79,53 @@ ADDRESSING = ("arith.", "affine.apply", "memref.subview", "memref.expand_shape",
               "memref.cast", "memref.reinterpret_cast")  # fmt: skip
 
 
+def _trips_from_zero(loop: ir.Operation) -> int | None:
+    """The trip count of a loop over [0, n) with step 1 and a constant n, else None."""
+    lb, ub, step = (_constant_index(v) for v in list(loop.operands)[:3])
+    return ub if lb == 0 and step == 1 else None
+
+
 def _inner_marked_loop(loop: ir.Operation) -> ir.Operation | None:
-    """The marked loop that `loop`'s body runs, when the body is addressing
-    ops, that loop, and the terminator: a perfect nest two loops may merge in."""
-    body = list(loop.regions[0].blocks[0].operations)
-    *prefix, inner, _yield = [o.operation for o in body] if len(body) >= 2 else [None, None]
-    if inner is None or inner.name != "scf.for" or PARALLEL_LOOP_ATTR not in inner.attributes or inner.results:
+    """The marked loop over [0, n) that `loop`'s body runs, when the body is
+    addressing ops, that loop and the terminator: a perfect nest two loops may
+    merge in."""
+    ops = [o.operation for o in loop.regions[0].blocks[0].operations]
+    if len(ops) < 2:
         return None
-    if not all(o.name.startswith(ADDRESSING) for o in prefix):
+    *prefix, inner, _ = ops
+    if inner.name != "scf.for" or PARALLEL_LOOP_ATTR not in inner.attributes or inner.results:
         return None
-    bounds = [_constant_index(v) for v in list(inner.operands)[:3]]
-    return inner if bounds[0] == 0 and bounds[2] == 1 and bounds[1] is not None else None
+    if not all(o.name.startswith(ADDRESSING) for o in prefix) or _trips_from_zero(inner) is None:
+        return None
+    return inner
+
+
+def _index(value: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), ir.IntegerAttr.get(ir.IndexType.get(), value)).result
 
 
 def _coalesce(loop: ir.Operation, bounds: list[int]) -> tuple[ir.Operation, list[int]]:
     """Merge `loop` with the marked loops it directly runs (parallel tile loops,
     mlirc-cpu-vectorize) until the merged loop has MIN_TRIPS trips: a [3, 4, 4, 128]
     head split (bert's QKV bias) otherwise kept 3 of 16 threads busy."""
-    while bounds[0] == 0 and bounds[2] == 1 and bounds[1] < MIN_TRIPS:
-        inner = _inner_marked_loop(loop)
-        if inner is None:
-            break
-        outer_trips, inner_trips = bounds[1], _constant_index(inner.operands[1])
-        index = ir.IndexType.get()
+    outer_trips = _trips_from_zero(loop)
+    while outer_trips is not None and outer_trips < MIN_TRIPS and (inner := _inner_marked_loop(loop)) is not None:
+        inner_trips = _trips_from_zero(inner)
         with ir.InsertionPoint(loop), loop.location:
-            const = lambda v: arith.ConstantOp(index, ir.IntegerAttr.get(index, v)).result  # noqa: E731
-            merged = scf.ForOp(const(0), const(outer_trips * inner_trips), const(1))
+            merged = scf.ForOp(_index(0), _index(outer_trips * inner_trips), _index(1))
         with ir.InsertionPoint(merged.body), loop.location:
-            width = const(inner_trips)
+            width = _index(inner_trips)
             outer_iv = arith.DivUIOp(merged.induction_variable, width).result
             inner_iv = arith.RemUIOp(merged.induction_variable, width).result
             end = scf.YieldOp([])
-        for o in list(loop.regions[0].blocks[0].operations)[:-1]:
-            if o.operation != inner:
-                o.operation.move_before(end)
-        for o in list(inner.regions[0].blocks[0].operations)[:-1]:
+        for o in [*list(loop.regions[0].blocks[0].operations)[:-2], *list(inner.regions[0].blocks[0].operations)[:-1]]:
             o.operation.move_before(end)
         loop.regions[0].blocks[0].arguments[0].replace_all_uses_with(outer_iv)
         inner.regions[0].blocks[0].arguments[0].replace_all_uses_with(inner_iv)
         merged.operation.attributes[PARALLEL_LOOP_ATTR] = ir.UnitAttr.get()
         loop.erase()
-        loop, bounds = merged.operation, [0, outer_trips * inner_trips, 1]
+        loop, outer_trips = merged.operation, outer_trips * inner_trips
+        bounds = [0, outer_trips, 1]
     return loop, bounds
 
 

@@ -294,9 +294,9 @@ class TileEmitter:
         self.flat_dims = {"p": plan.parallel, "r": plan.reduction}
         self.masks: dict[str, ir.Value | None] = {"s": None}
         # (operand, map) -> its tile, while all loads share one scope (a row group):
-        # each input is read from memory once however many members read it.  Set
-        # only in a row group, so it also tells load() it is in one.
+        # each input is read from memory once however many members read it.
         self.loaded: dict[tuple[ir.Value, str], Tiled] | None = None
+        self.row_group = False  # emit_rows: whole rows in registers
 
     # --- shapes and broadcasts -------------------------------------------------
     def shape(self, kind: str) -> list[int]:
@@ -467,7 +467,7 @@ class TileEmitter:
         # norm over 16384x4096 ran 0.4-1% faster with it (0.1822 -> 0.1815 ms, L2
         # flushed before each call), and evict-first was 1% slower.
         shared = offsets.kind in ("r", "s") and self.plan.size_p > self.plan.block_p
-        evict = tt.EVICT_LAST if shared or self.loaded is not None else None
+        evict = tt.EVICT_LAST if shared or self.row_group else None
         value = tt.load(self.address(tensor, offsets), self.mask(offsets.kind), evict=evict)
         if isinstance(tt.element_of(tensor), ir.IntegerType) and ir.IntegerType(tt.element_of(tensor)).width == 1:
             value = self.arith(
@@ -710,6 +710,7 @@ class TileEmitter:
     def emit_rows(self, generics: list[ir.Operation]) -> None:
         """A row group (mlirc-gpu-fuse-rows): whole rows in one tile, every member
         computed on it in registers; only the kernel's results are stored."""
+        self.row_group = True
         self.start_rows()
         flat_r = self.flat_index(tt.scalar_constant(0, self.offset_type), self.plan.block_r, "r")
         self.masks["r"] = self.bound_mask(flat_r, self.plan.size_r, self.plan.size_r == self.plan.block_r)
