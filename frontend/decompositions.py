@@ -24,6 +24,11 @@ aten = torch.ops.aten
 
 KEEP = (aten.gelu.default, aten.silu.default)
 
+# Kept whole while library kernels are on (MLIRC_LIBRARY_GEMM): ATen's fused CPU flash
+# attention never writes the (L x L) score matrix, which bmm + softmax + bmm must.
+# It is a library kernel (frontend/library_kernels.py), as in Inductor.
+LIBRARY_KEEP = (aten._scaled_dot_product_flash_attention_for_cpu.default,)
+
 EXTRA = (
     aten.linalg_vector_norm.default,
     aten.repeat.default,
@@ -53,14 +58,20 @@ EXTRA = (
 )
 
 
-@functools.cache
 def decomposition_table() -> dict[Any, Any]:
+    from mlirc.config import config
+
+    return _table(config.library_gemm)
+
+
+@functools.cache
+def _table(library_kernels: bool) -> dict[Any, Any]:
     from mlirc.frontend.lowerings import LOWERINGS
 
     table = dict(core_aten_decompositions())
     for op in EXTRA:
         if op not in LOWERINGS and op in all_decompositions:
             table.setdefault(op, all_decompositions[op])
-    for op in KEEP:
+    for op in KEEP + (LIBRARY_KEEP if library_kernels else ()):
         table.pop(op, None)
     return table

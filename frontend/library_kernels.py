@@ -1,5 +1,6 @@
 """Ops mlirc calls as library kernels on purpose, as Inductor does with its extern
-kernels: dense linear algebra (LAPACK through ATen) and FFTs.  They run through
+kernels: dense linear algebra (LAPACK through ATen), FFTs, and CPU flash attention
+(kept whole only while MLIRC_LIBRARY_GEMM is on: frontend/decompositions.py).  They run through
 ATen, like fallback nodes, but they are not fallback: no compiler generates better
 code for a QR factorization than LAPACK.  Every elementwise, reduction and
 data-movement op stays generated code: this list must never grow into those.
@@ -22,6 +23,7 @@ LIBRARY_OPS = frozenset(
         "linalg_lu_solve", "linalg_qr", "linalg_ldl_factor_ex", "linalg_ldl_solve", "linalg_solve_triangular",
         "linalg_householder_product", "linalg_matrix_exp", "linalg_pinv",
         "cholesky", "cholesky_solve", "cholesky_inverse", "triangular_solve", "lu_unpack", "geqrf", "ormqr",
+        "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
     }
 )  # fmt: skip
 
