@@ -11,6 +11,8 @@ MLIRC_CPU_HALF=1     compile float16/bfloat16 compute on the CPU too (rounds aft
                      off by default: eager computes them in float32)
 MLIRC_PARALLEL_MIN_KIB=n  run a kernel on OpenMP threads when it moves at least n KiB
                      (default 128; 0 = every kernel, -1 = never)
+MLIRC_SCRATCH_MB=n   CPU buffers that never reach a result are kept from call to call (per
+                     thread) while a compiled graph's total is at most n MiB (default 512; 0 = off)
 MLIRC_LLVM_OPT=n     LLVM's middle-end pipeline at -On over the CPU kernels before codegen
                      (default 3; 0 = codegen only, which is always -O3)
 """
@@ -46,6 +48,7 @@ class Config:
     cpu_half: bool = field(default_factory=lambda: _env_flag("MLIRC_CPU_HALF", False))
     parallel_min_kib: int = field(default_factory=lambda: int(os.environ.get("MLIRC_PARALLEL_MIN_KIB", "128")))
     llvm_opt: int = field(default_factory=lambda: int(os.environ.get("MLIRC_LLVM_OPT", "3")))
+    scratch_mb: int = field(default_factory=lambda: int(os.environ.get("MLIRC_SCRATCH_MB", "512")))
 
 
 config = Config()

@@ -4,6 +4,7 @@ buffers still give eager's answers."""
 
 import glob
 import re
+import threading
 
 import torch
 from conftest import compile_and_compare
@@ -29,11 +30,12 @@ func.func @main(%a: tensor<4x8xf32>) -> (tensor<32xf32>, tensor<4x8xf32>) attrib
 """
 
 
-def _wrapper_lines(text: str) -> list[str]:
+def _wrapper_lines(text: str, scratch_limit_bytes: int = 0) -> list[str]:
     with make_context():
         module = ir.Module.parse(text)
         funcs = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
-        source = WrapperBuilder(funcs["main"], [torch.float32, torch.float32], funcs).build()
+        builder = WrapperBuilder(funcs["main"], [torch.float32, torch.float32], funcs, scratch_limit_bytes)
+        source = builder.build()
     return [line.strip() for line in source.splitlines()]
 
 
@@ -45,6 +47,20 @@ def test_storage_with_a_live_view_is_not_reused():
     assert "buf5 = buf3; del buf3" in lines, lines
     assert not any(re.match(r"del .*buf1", line) for line in lines), "buf1 is returned through its view"
     assert "del buf4" in lines, "a dead buffer nobody reuses is freed at its last use"
+
+
+def test_only_buffers_that_never_reach_a_result_are_scratch():
+    lines = _wrapper_lines(VIEW_KEEPS_STORAGE, scratch_limit_bytes=1 << 20)
+    assert "scratch = scratch_buffers()" in lines, lines
+    assert "buf1 = empty_strided((4, 8), (8, 1), torch.float32)" in lines, "returned through its view"
+    assert "buf3 = empty_strided((4, 8), (8, 1), torch.float32)" in lines, "its storage is returned as buf5"
+    assert "buf4 = scratch[0]" in lines, lines
+
+
+def test_scratch_over_the_limit_is_allocated_per_call():
+    lines = _wrapper_lines(VIEW_KEEPS_STORAGE, scratch_limit_bytes=4 * 8 * 4 - 1)
+    assert not any("scratch" in line for line in lines), lines
+    assert "buf4 = empty_strided((4, 8), (8, 1), torch.float32)" in lines
 
 
 # @relu reads its argument at the element it writes: %1 may go over %0, which dies
@@ -84,6 +100,61 @@ def test_elementwise_results_overwrite_dying_operands():
     assert "buf3 = reinterpret_tensor(buf2, (4, 8), (8, 1), 0)" in lines, lines
     assert "buf5 = buf3; del buf3" in lines, "%3 is read after %4: %4 takes the dead %2's storage"
     assert not any(line.startswith(("buf5 = reinterpret_tensor(buf4", "buf6 = reinterpret_tensor")) for line in lines)
+
+
+def test_in_place_chains_into_a_result_are_not_scratch():
+    lines = _wrapper_lines(IN_PLACE, scratch_limit_bytes=1 << 20)
+    # buf1 -> buf2 -> buf3 in place, and buf5 (a result) takes buf3's storage.
+    assert "buf1 = empty_strided((4, 8), (8, 1), torch.float32)" in lines, lines
+    assert "buf4 = scratch[0]" in lines, lines
+    assert not any(line.startswith("buf6 = scratch") for line in lines), lines
+
+
+def _two_layer(x, w1, w2):
+    h = torch.relu(x @ w1)  # scratch: read only by the next GEMM
+    return torch.tanh(h @ w2) + 1.0
+
+
+def test_scratch_keeps_results_of_earlier_calls(tmp_path):
+    w1, w2 = torch.randn(67, 131), torch.randn(131, 29)
+    xs = [torch.randn(53, 67) for _ in range(3)]
+    source = _wrapper_source(_two_layer, (xs[0], w1, w2), tmp_path)
+    assert re.search(r"buf\d+ = scratch\[0\]", source), source
+    compiled = torch.compile(_two_layer, backend="mlirc")
+    results = [compiled(x, w1, w2) for x in xs]
+    for x, result in zip(xs, results, strict=True):
+        torch.testing.assert_close(result, _two_layer(x, w1, w2), rtol=1e-4, atol=1e-4)
+    assert len({r.data_ptr() for r in results}) == len(results)
+
+
+def test_scratch_off_allocates_every_buffer(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "scratch_mb", 0)
+    args = (torch.randn(53, 67), torch.randn(67, 131), torch.randn(131, 29))
+    source = _wrapper_source(_two_layer, args, tmp_path)
+    assert "scratch" not in source, source
+
+
+def test_threads_calling_one_graph_get_their_own_scratch():
+    w1, w2 = torch.randn(67, 131), torch.randn(131, 29)
+    compiled = torch.compile(_two_layer, backend="mlirc")
+    compiled(torch.randn(53, 67), w1, w2)
+    errors: list[BaseException] = []
+
+    def worker(seed: int) -> None:
+        gen = torch.Generator().manual_seed(seed)
+        try:
+            for _ in range(20):
+                x = torch.randn(53, 67, generator=gen)
+                torch.testing.assert_close(compiled(x, w1, w2), _two_layer(x, w1, w2), rtol=1e-4, atol=1e-4)
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
 
 
 def test_in_place_results_give_eager_results(tmp_path):

@@ -10,7 +10,8 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.backends.cpu.codegen import CompiledKernels
-from mlirc.backends.host_wrapper import WrapperBuilder, wrapper_scope
+from mlirc.backends.host_wrapper import WrapperBuilder, scratch_buffers, wrapper_scope
+from mlirc.config import config
 
 
 def build_wrapper(
@@ -18,8 +19,13 @@ def build_wrapper(
 ) -> tuple[Callable, str]:
     entry = next(op for op in module.body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes)
     kernels = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
-    source = WrapperBuilder(entry, result_dtypes, kernels).build()
-    scope = {**wrapper_scope(device), "kernels": compiled.functions}
+    builder = WrapperBuilder(entry, result_dtypes, kernels, scratch_limit_bytes=config.scratch_mb << 20)
+    source = builder.build()
+    scope = {
+        **wrapper_scope(device),
+        "kernels": compiled.functions,
+        "scratch_buffers": scratch_buffers(builder.scratch_metas, device),
+    }
     exec(compile(source, "<mlirc-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
     call = scope["call"]
     call._mlirc_engine = compiled  # keep the JIT'd code alive with the wrapper
