@@ -276,6 +276,11 @@ class WrapperBuilder:
             self.scratch_metas.append(alloc.meta)
         self.scratch_fetch.used = True
 
+    def _takes_storage(self, name: str, old: str) -> None:
+        """`name` is a new root on `old`'s storage (reused or overwritten in place)."""
+        if old in self.alloc_of:
+            self.alloc_of[name] = self.alloc_of[old]
+
     def _mark_escaping(self, name: str) -> None:
         alloc = self.alloc_of.get(self.root.get(name, ""))
         if alloc is not None:
@@ -342,8 +347,7 @@ class WrapperBuilder:
         old, free = (same or candidates)[-1]
         candidates.remove((old, free))
         free.reused = True
-        if old in self.alloc_of:
-            self.alloc_of[n] = self.alloc_of[old]
+        self._takes_storage(n, old)
         if same:
             self.lines.append(f"    {n} = {old}; del {old}")
         else:
@@ -415,8 +419,7 @@ class WrapperBuilder:
             self.lines.append(f"    {n} = reinterpret_tensor({name}, {tuple(shape)}, {tuple(strides)}, 0)")
             self.moved.add(name)
             self._own(n, torch.empty_strided(shape, strides, dtype=dtype, device="meta"))
-            if name in self.alloc_of:
-                self.alloc_of[n] = self.alloc_of[name]
+            self._takes_storage(n, name)
             self.poolable.add(n)
             return n
         return None
