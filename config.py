@@ -7,6 +7,8 @@ MLIRC_LIBRARY_GEMM=0 generate GEMM/conv kernels instead of calling torch.mm/bmm/
 MLIRC_GPU_GEMM=mode  GPU GEMMs: "auto" (cuBLAS where it wins, see passes/gpu_matmul.py),
                      "generated" (tt.dot kernels with fused epilogues) or "extern" (cuBLAS)
 MLIRC_GPU_GEMM_TILE=BM,BN,BK,W,S  tiles of generated GEMMs (block sizes, warps, stages)
+MLIRC_CPU_GEMM=mode  CPU GEMMs: "auto" (torch.mm or oneDNN, whichever a timing of the shape
+                     picks, see backends/cpu/gemm_choice.py), "blas" (torch.mm) or "onednn"
 MLIRC_CPU_HALF=1     compile float16/bfloat16 compute on the CPU too (rounds after every op;
                      off by default: eager computes them in float32)
 MLIRC_PARALLEL_MIN_KIB=n  run a kernel on OpenMP threads when it moves at least n KiB
@@ -45,6 +47,7 @@ class Config:
             else None
         )
     )
+    cpu_gemm: str = field(default_factory=lambda: os.environ.get("MLIRC_CPU_GEMM", "auto"))
     cpu_half: bool = field(default_factory=lambda: _env_flag("MLIRC_CPU_HALF", False))
     parallel_min_kib: int = field(default_factory=lambda: int(os.environ.get("MLIRC_PARALLEL_MIN_KIB", "128")))
     llvm_opt: int = field(default_factory=lambda: int(os.environ.get("MLIRC_LLVM_OPT", "3")))

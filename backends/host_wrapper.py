@@ -46,6 +46,8 @@ from mlirc.passes.transpose_views import PERM_ATTR
 # into a buffer allocated like any kernel result; a convolution returns its own.
 LIBRARY_CALLS = {
     "mm": "torch.mm({0}, {1}, out={out})",
+    # oneDNN's GEMM, where the CPU builder measured it faster (backends/cpu/gemm_choice.py)
+    "mm_onednn": "{out} = onednn_mm({0}, {1})",
     "bmm": "torch.bmm({0}, {1}, out={out})",
     "conv2d": "{out} = torch.conv2d({0}, {1}, None, {stride}, {padding}, {dilation}, {groups}).contiguous()",
     # Input and result are NHWC tensors, the weight OHWI (mlirc-cpu-channels-last):
@@ -56,7 +58,7 @@ LIBRARY_CALLS = {
         " {stride}, {padding}, {dilation}, {groups}).permute(0, 2, 3, 1).contiguous()"
     ),
 }
-ALLOCATES_OWN_RESULT = frozenset({"conv2d", "conv2d_nhwc"})
+ALLOCATES_OWN_RESULT = frozenset({"conv2d", "conv2d_nhwc", "mm_onednn"})
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).
 _STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
@@ -447,6 +449,7 @@ class WrapperBuilder:
         args = ir.DictAttr(attrs[LIBRARY_ARGS_ATTR]) if LIBRARY_ARGS_ATTR in attrs else {}
         fields = {a.name: _python_value(a.attr) for a in args}
         operands = [self.name(v) for v in op.operands]
+        library = self.library_variant(library, operands)
         if library in ALLOCATES_OWN_RESULT:
             result = op.results[0]
             out = self.fresh(result)
@@ -457,6 +460,11 @@ class WrapperBuilder:
         else:
             out = self.allocate(op.results[0], logical)
         self.lines.append("    " + LIBRARY_CALLS[library].format(*operands, out=out, **fields))
+
+    def library_variant(self, library: str, operands: list[str]) -> str:
+        """The library call to emit for `library` on these operands (one per kind here;
+        a target's builder may choose by shape)."""
+        return library
 
     def emit_slice(self, op: ir.Operation) -> None:
         offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))

@@ -9,9 +9,18 @@ import torch
 from mlir import ir
 from mlir.dialects import func
 
+from mlirc.backends.cpu import gemm_choice
 from mlirc.backends.cpu.codegen import CompiledKernels
 from mlirc.backends.host_wrapper import WrapperBuilder, scratch_buffers, wrapper_scope
 from mlirc.config import config
+
+
+class CpuWrapperBuilder(WrapperBuilder):
+    def library_variant(self, library: str, operands: list[str]) -> str:
+        metas = [self.meta.get(name) for name in operands]
+        if library == "mm" and all(m is not None for m in metas):
+            return gemm_choice.choose_mm(*metas)
+        return library
 
 
 def build_wrapper(
@@ -19,12 +28,13 @@ def build_wrapper(
 ) -> tuple[Callable, str]:
     entry = next(op for op in module.body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes)
     kernels = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
-    builder = WrapperBuilder(entry, result_dtypes, kernels, scratch_limit_bytes=config.scratch_mb << 20)
+    builder = CpuWrapperBuilder(entry, result_dtypes, kernels, scratch_limit_bytes=config.scratch_mb << 20)
     source = builder.build()
     scope = {
         **wrapper_scope(device),
         "kernels": compiled.functions,
         "scratch_buffers": scratch_buffers(builder.scratch_metas, device),
+        "onednn_mm": gemm_choice.onednn_mm,
     }
     exec(compile(source, "<mlirc-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
     call = scope["call"]

@@ -1,0 +1,104 @@
+"""Which library runs a CPU GEMM: torch.mm (MKL's sgemm in torch's x86 builds) or
+oneDNN's matmul (`torch.ops.mkldnn._linear_pointwise`, plain weights, no post-op).
+
+Neither wins everywhere.  On the suite's shapes, oneDNN's f32 GEMM is 7-23% faster
+for the large ones (512x256x1024: 1.33 against 1.60 ms on 2 cores), while its
+fixed cost of ~12 us (primitive lookup) makes it lose on small ones (7x33x129: 17
+against 5 us).  Where the break-even lies depends on the CPU and the thread count,
+so the choice is measured: the first time a wrapper is built for a GEMM of a given
+shape and layout, both are timed on random operands of that layout in alternating
+rounds, and oneDNN is chosen only where it is clearly faster.  The answer is
+remembered for the process.
+
+Both compute the same products in a different order: results agree to float32
+rounding (relative 1e-6 on K=784), as two BLAS builds would.  oneDNN's post-ops
+are not used: its ReLU maps NaN to 0 where eager keeps NaN.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+
+import torch
+
+from mlirc.config import config
+from mlirc.errors import MlircError
+
+log = logging.getLogger(__name__)
+
+BLAS, ONEDNN = "mm", "mm_onednn"  # library-call names (see host_wrapper.LIBRARY_CALLS)
+MODES = ("auto", "blas", "onednn")
+# Below this many multiply-adds oneDNN's fixed cost outweighs any gain: not timed.
+MIN_MACS = 1 << 21
+# oneDNN must beat torch.mm by this factor to be chosen; ties keep torch.mm.
+MARGIN = 0.95
+ROUNDS = 7
+_choices: dict[tuple, str] = {}
+
+
+def onednn_available() -> bool:
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+def onednn_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b through oneDNN; its weight operand is b's (N, K) transpose, as a linear layer's."""
+    return torch.ops.mkldnn._linear_pointwise(a, b.t(), None, "none", [], "")
+
+
+def _eligible(a: torch.Tensor, b: torch.Tensor) -> bool:
+    (m, k), n = a.shape, b.shape[1]
+    return a.dtype == b.dtype == torch.float32 and m * n * k >= max(MIN_MACS, 1) and onednn_available()
+
+
+def choose_mm(a: torch.Tensor, b: torch.Tensor) -> str:
+    """The library call for a @ b, given the operands' layouts (meta tensors)."""
+    mode = config.cpu_gemm
+    if mode not in MODES:
+        raise MlircError(f"mlirc: MLIRC_CPU_GEMM={mode!r} is not a CPU GEMM mode; expected one of {', '.join(MODES)}")
+    if mode == "blas" or not _eligible(a, b):
+        return BLAS
+    if mode == "onednn":
+        return ONEDNN
+    key = (tuple(a.shape), a.stride(), tuple(b.shape), b.stride(), a.dtype, torch.get_num_threads())
+    if key not in _choices:
+        _choices[key] = _measure(a, b)
+    return _choices[key]
+
+
+def _like(meta: torch.Tensor) -> torch.Tensor:
+    """Random values in `meta`'s layout (a view of a larger buffer where it is not dense)."""
+    size = 1 + sum((s - 1) * st for s, st in zip(meta.shape, meta.stride(), strict=True))
+    return torch.randn(size, dtype=meta.dtype).as_strided(meta.shape, meta.stride())
+
+
+def _measure(a_meta: torch.Tensor, b_meta: torch.Tensor) -> str:
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily(), torch.no_grad():  # the compiler runs under the tracer's fake mode
+        a, b = _like(a_meta), _like(b_meta)
+        out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype)
+        candidates: dict[str, Callable[[], object]] = {
+            BLAS: lambda: torch.mm(a, b, out=out),
+            ONEDNN: lambda: onednn_mm(a, b),
+        }
+        best = {name: math.inf for name in candidates}
+        for fn in candidates.values():
+            fn()  # first calls: oneDNN creates its primitive, pages are touched
+        for _ in range(ROUNDS):
+            for name, fn in candidates.items():
+                start = time.perf_counter()
+                fn()
+                best[name] = min(best[name], time.perf_counter() - start)
+    choice = ONEDNN if best[ONEDNN] < MARGIN * best[BLAS] else BLAS
+    log.info(
+        "mlirc: %sx%s @ %sx%s runs on %s (torch.mm %.1f us, oneDNN %.1f us)",
+        *a_meta.shape,
+        *b_meta.shape,
+        "oneDNN" if choice == ONEDNN else "torch.mm",
+        best[BLAS] * 1e6,
+        best[ONEDNN] * 1e6,
+    )
+    return choice

@@ -1,0 +1,104 @@
+"""CPU GEMMs on oneDNN or torch.mm (backends/cpu/gemm_choice.py): either gives
+eager's answers for any shape and layout, and "auto" times a shape only once."""
+
+import glob
+
+import pytest
+import torch
+from conftest import compile_and_compare
+
+from mlirc.backends.cpu import gemm_choice
+from mlirc.config import config
+from mlirc.errors import MlircError
+
+pytestmark = pytest.mark.skipif(not gemm_choice.onednn_available(), reason="torch built without oneDNN")
+
+
+@pytest.fixture
+def onednn_everywhere(monkeypatch):
+    monkeypatch.setattr(config, "cpu_gemm", "onednn")
+    monkeypatch.setattr(gemm_choice, "MIN_MACS", 0)
+
+
+def _compiled_source(fn, args, tmp_path) -> str:
+    config.dump_dir = str(tmp_path)
+    try:
+        torch.compile(fn, backend="mlirc")(*args)
+    finally:
+        config.dump_dir = None
+    torch._dynamo.reset()
+    return "\n".join(open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.wrapper.py")))
+
+
+def _linear_relu_linear(x, w1, b1, w2):
+    return torch.relu(torch.nn.functional.linear(x, w1, b1)) @ w2
+
+
+CASES = {
+    # odd sizes, a weight in linear's (N, K) layout and one contiguous (K, N)
+    "primes": lambda: (torch.randn(37, 129), torch.randn(67, 129), torch.randn(67), torch.randn(67, 11)),
+    "one_row": lambda: (torch.randn(1, 300), torch.randn(200, 300), torch.randn(200), torch.randn(200, 3)),
+    "transposed_input": lambda: (
+        torch.randn(129, 37).t(),
+        torch.randn(67, 129),
+        torch.randn(67),
+        torch.randn(11, 67).t(),
+    ),
+    "batched_3d": lambda: (torch.randn(3, 17, 64), torch.randn(96, 64), torch.randn(96), torch.randn(96, 5)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_onednn_gemms_give_eager_results(case, onednn_everywhere, tmp_path):
+    args = CASES[case]()
+    assert "onednn_mm(" in _compiled_source(_linear_relu_linear, args, tmp_path)
+    compile_and_compare(_linear_relu_linear, *[torch.randn_like(a) for a in args])
+
+
+def test_onednn_keeps_nan_and_inf(onednn_everywhere):
+    x, w1, b1, w2 = CASES["primes"]()
+    x[3, 5], x[7, 1], w1[2, 0] = float("nan"), float("inf"), float("-inf")
+    compile_and_compare(_linear_relu_linear, x, w1, b1, w2)
+
+
+def test_float64_and_empty_gemms_stay_on_torch_mm(onednn_everywhere, tmp_path):
+    args = [a.double() for a in CASES["primes"]()]
+    assert "onednn_mm(" not in _compiled_source(_linear_relu_linear, args, tmp_path)
+    compile_and_compare(_linear_relu_linear, *args)
+    compile_and_compare(_linear_relu_linear, torch.randn(0, 129), *CASES["primes"]()[1:])
+
+
+def test_blas_mode_never_uses_onednn(monkeypatch, tmp_path):
+    monkeypatch.setattr(config, "cpu_gemm", "blas")
+    monkeypatch.setattr(gemm_choice, "MIN_MACS", 0)
+    assert "onednn_mm(" not in _compiled_source(_linear_relu_linear, CASES["primes"](), tmp_path)
+
+
+def _meta(*shape, transposed=False):
+    t = torch.empty(shape[::-1] if transposed else shape, device="meta")
+    return t.t() if transposed else t
+
+
+def test_auto_times_each_shape_once(monkeypatch):
+    timed = []
+    monkeypatch.setattr(config, "cpu_gemm", "auto")
+    monkeypatch.setattr(gemm_choice, "_choices", {})
+    monkeypatch.setattr(gemm_choice, "_measure", lambda a, b: timed.append(a.shape) or gemm_choice.ONEDNN)
+    small = (_meta(8, 8), _meta(8, 8))
+    assert gemm_choice.choose_mm(*small) == gemm_choice.BLAS  # below MIN_MACS: never timed
+    big = (_meta(256, 128), _meta(128, 96, transposed=True))
+    assert [gemm_choice.choose_mm(*big) for _ in range(3)] == [gemm_choice.ONEDNN] * 3
+    assert gemm_choice.choose_mm(_meta(256, 128), _meta(128, 96)) == gemm_choice.ONEDNN  # another layout
+    assert timed == [(256, 128), (256, 128)]
+
+
+def test_auto_measures_real_operands():
+    # The real timing: runs under no fake mode and picks one of the two.
+    choice = gemm_choice._measure(_meta(64, 129), _meta(129, 130, transposed=True))
+    assert choice in (gemm_choice.BLAS, gemm_choice.ONEDNN)
+
+
+def test_unknown_mode_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(config, "cpu_gemm", "mkl-please")
+    with pytest.raises(MlircError, match="MLIRC_CPU_GEMM='mkl-please'"):
+        gemm_choice.choose_mm(_meta(256, 128), _meta(128, 96))
