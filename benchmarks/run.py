@@ -11,7 +11,8 @@ Per case and backend: cold compile time (first call after a reset, with an empty
 Inductor cache), warm compile time (the same again: Inductor's on-disk caches are
 now full), the median of repeated timed calls after warm-up (backends take turns,
 round by round, so the machine's slow spells fall on all of them), the speedup over eager
-and the max error against eager.  Inference (torch.no_grad); the MHA fast path is
+and the max error against eager, relative to the largest magnitude of eager's output
+(|mlirc - eager|.max() / |eager|.max(), worst over the outputs).  Inference (torch.no_grad); the MHA fast path is
 off so eager and the compilers run the same (standard) attention path.
 """
 
@@ -81,7 +82,8 @@ def _max_error(actual, expected) -> float:
     worst = 0.0
     for a, e in zip(actual, expected, strict=True):
         if e.numel():
-            worst = max(worst, (a.double() - e.double()).abs().nan_to_num(0.0).max().item())
+            scale = max(e.double().abs().nan_to_num(0.0, 0.0, 0.0).max().item(), 1e-30)
+            worst = max(worst, (a.double() - e.double()).abs().nan_to_num(0.0).max().item() / scale)
     return worst
 
 
@@ -200,7 +202,7 @@ def geometric_means(rows: list[dict]) -> dict[str, float]:
 
 def table(rows: list[dict]) -> str:
     head = (
-        "| case | eager ms | inductor ms | iree ms | mlirc ms | inductor x | iree x | mlirc x | mlirc err "
+        "| case | eager ms | inductor ms | iree ms | mlirc ms | inductor x | iree x | mlirc x | mlirc rel err "
         "| inductor compile s | iree compile s | mlirc compile s | mlirc warm compile s | mlirc fallback |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
