@@ -3,6 +3,8 @@
 MLIRC_STRICT=1       raise instead of falling back to eager for unsupported ops / failed regions
 MLIRC_DUMP_DIR=path  write each stage's IR of every compiled region under this folder
 MLIRC_VECTORIZE=0    turn off the CPU vectorization schedule (debugging aid)
+MLIRC_VECTOR_BYTES=n CPU vector width in bytes (default 0: the host's, 64 with AVX-512, else 32;
+                     lit tests pin 32 so their CHECK lines hold on any x86 host)
 MLIRC_LIBRARY_GEMM=0 generate GEMM/conv kernels instead of calling torch.mm/bmm/conv2d
 MLIRC_GPU_GEMM=mode  GPU GEMMs: "auto" (cuBLAS where it wins, see passes/gpu_matmul.py),
                      "generated" (tt.dot kernels with fused epilogues) or "extern" (cuBLAS)
@@ -38,7 +40,7 @@ class Config:
     dump_dir: str | None = field(default_factory=lambda: os.environ.get("MLIRC_DUMP_DIR"))
     vectorize: bool = field(default_factory=lambda: _env_flag("MLIRC_VECTORIZE", True))
     library_gemm: bool = field(default_factory=lambda: _env_flag("MLIRC_LIBRARY_GEMM", True))
-    vector_width_bytes: int = 32
+    vector_bytes: int = field(default_factory=lambda: int(os.environ.get("MLIRC_VECTOR_BYTES", "0")))
     gpu_gemm: str = field(default_factory=lambda: os.environ.get("MLIRC_GPU_GEMM", "auto"))
     gpu_gemm_tile: tuple[int, ...] | None = field(
         default_factory=lambda: (

@@ -34,12 +34,17 @@ PARALLEL_OUTER_NAMED = frozenset(
 )  # fmt: skip
 
 
+def vector_bytes() -> int:
+    """The vector width kernels are scheduled for: MLIRC_VECTOR_BYTES, else the host's."""
+    return config.vector_bytes or host_vector_bytes()
+
+
 @functools.cache
 def host_vector_bytes() -> int:
     import llvmlite.binding as llvm
 
     features = llvm.get_host_cpu_features()
-    return 64 if features.get("avx512f", False) else config.vector_width_bytes
+    return 64 if features.get("avx512f", False) else 32
 
 
 def elem_bytes(elem: ir.Type) -> int:
@@ -259,7 +264,7 @@ def schedule(op: ir.Operation) -> Plan | None:
     if not sizes or any(s is None or s == 0 for s in sizes):
         return None
     out_elem = shapes.elem_of(op.results[0])
-    lanes = host_vector_bytes() // elem_bytes(out_elem)
+    lanes = vector_bytes() // elem_bytes(out_elem)
     if op.name == "linalg.matmul":
         return Plan([8, 2 * lanes, 1], [8, 2 * lanes, 1])
     if op.name == "linalg.batch_matmul":
