@@ -90,6 +90,12 @@ def test_float32_erf_and_gelu_keep_relative_accuracy():
     x = torch.cat([edges, torch.randn(997) * 2, torch.logspace(-20, 1, 64)])
     actual = torch.compile(lambda t: torch.erf(t), backend="mlirc")(x)
     torch.testing.assert_close(actual, torch.erf(x), rtol=1e-6, atol=0.0)
+    # gelu(x) = x * (1 + erf(x / sqrt 2)) / 2 cancels for negative x: one ulp of erf is
+    # many of the result, and ATen's AVX2 and AVX-512 kernels round differently there.
+    # So both are measured against float64, as errors of the factor multiplying x.
     x = torch.randn(3, 1001) * 3
     actual = torch.compile(lambda t: torch.nn.functional.gelu(t), backend="mlirc")(x)
-    torch.testing.assert_close(actual, torch.nn.functional.gelu(x), rtol=1e-6, atol=1e-7)
+    exact = torch.nn.functional.gelu(x.double())
+    ours = ((actual.double() - exact).abs() / x.double().abs()).max().item()
+    eager = ((torch.nn.functional.gelu(x).double() - exact).abs() / x.double().abs()).max().item()
+    assert ours <= 1.5 * eager + 1e-7, (ours, eager)
