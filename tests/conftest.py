@@ -1,7 +1,10 @@
+import glob
+
 import pytest
 import torch
 
 import mlirc
+from mlirc.config import config
 
 
 @pytest.fixture(autouse=True)
@@ -24,3 +27,14 @@ def compile_and_compare(fn, *args, rtol=1e-4, atol=1e-4, expect_no_fallback=True
         assert stats.failed_regions == 0, stats.summary()
         assert stats.compiled_regions >= 1, stats.summary()
     return stats
+
+
+def wrapper_source(fn, args, tmp_path) -> str:
+    """The host wrappers mlirc generates for fn(*args) (each region's, in order)."""
+    config.dump_dir = str(tmp_path)
+    try:
+        torch.compile(fn, backend="mlirc")(*args)
+    finally:
+        config.dump_dir = None
+        torch._dynamo.reset()
+    return "\n".join(open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.wrapper.py")))

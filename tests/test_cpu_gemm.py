@@ -1,11 +1,9 @@
 """CPU GEMMs on oneDNN or torch.mm (backends/cpu/gemm_choice.py): either gives
 eager's answers for any shape and layout, and "auto" times a shape only once."""
 
-import glob
-
 import pytest
 import torch
-from conftest import compile_and_compare
+from conftest import compile_and_compare, wrapper_source
 
 from mlirc.backends.cpu import gemm_choice
 from mlirc.config import config
@@ -18,16 +16,6 @@ pytestmark = pytest.mark.skipif(not gemm_choice.onednn_available(), reason="torc
 def onednn_everywhere(monkeypatch):
     monkeypatch.setattr(config, "cpu_gemm", "onednn")
     monkeypatch.setattr(gemm_choice, "MIN_MACS", 0)
-
-
-def _compiled_source(fn, args, tmp_path) -> str:
-    config.dump_dir = str(tmp_path)
-    try:
-        torch.compile(fn, backend="mlirc")(*args)
-    finally:
-        config.dump_dir = None
-    torch._dynamo.reset()
-    return "\n".join(open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.wrapper.py")))
 
 
 def _linear_relu_linear(x, w1, b1, w2):
@@ -51,7 +39,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_onednn_gemms_give_eager_results(case, onednn_everywhere, tmp_path):
     args = CASES[case]()
-    assert "onednn_mm(" in _compiled_source(_linear_relu_linear, args, tmp_path)
+    assert "onednn_mm(" in wrapper_source(_linear_relu_linear, args, tmp_path)
     compile_and_compare(_linear_relu_linear, *[torch.randn_like(a) for a in args])
 
 
@@ -63,7 +51,7 @@ def test_onednn_keeps_nan_and_inf(onednn_everywhere):
 
 def test_float64_and_empty_gemms_stay_on_torch_mm(onednn_everywhere, tmp_path):
     args = [a.double() for a in CASES["primes"]()]
-    assert "onednn_mm(" not in _compiled_source(_linear_relu_linear, args, tmp_path)
+    assert "onednn_mm(" not in wrapper_source(_linear_relu_linear, args, tmp_path)
     compile_and_compare(_linear_relu_linear, *args)
     compile_and_compare(_linear_relu_linear, torch.randn(0, 129), *CASES["primes"]()[1:])
 
@@ -71,7 +59,7 @@ def test_float64_and_empty_gemms_stay_on_torch_mm(onednn_everywhere, tmp_path):
 def test_blas_mode_never_uses_onednn(monkeypatch, tmp_path):
     monkeypatch.setattr(config, "cpu_gemm", "blas")
     monkeypatch.setattr(gemm_choice, "MIN_MACS", 0)
-    assert "onednn_mm(" not in _compiled_source(_linear_relu_linear, CASES["primes"](), tmp_path)
+    assert "onednn_mm(" not in wrapper_source(_linear_relu_linear, CASES["primes"](), tmp_path)
 
 
 def _meta(*shape, transposed=False):

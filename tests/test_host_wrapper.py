@@ -2,12 +2,11 @@
 live value still reads, views keep their layout, and compiled graphs that reuse
 buffers still give eager's answers."""
 
-import glob
 import re
 import threading
 
 import torch
-from conftest import compile_and_compare
+from conftest import compile_and_compare, wrapper_source
 from mlir import ir
 from mlir.dialects import func
 
@@ -118,7 +117,7 @@ def _two_layer(x, w1, w2):
 def test_scratch_keeps_results_of_earlier_calls(tmp_path):
     w1, w2 = torch.randn(67, 131), torch.randn(131, 29)
     xs = [torch.randn(53, 67) for _ in range(3)]
-    source = _wrapper_source(_two_layer, (xs[0], w1, w2), tmp_path)
+    source = wrapper_source(_two_layer, (xs[0], w1, w2), tmp_path)
     assert re.search(r"buf\d+ = scratch\[0\]", source), source
     compiled = torch.compile(_two_layer, backend="mlirc")
     results = [compiled(x, w1, w2) for x in xs]
@@ -130,7 +129,7 @@ def test_scratch_keeps_results_of_earlier_calls(tmp_path):
 def test_scratch_off_allocates_every_buffer(tmp_path, monkeypatch):
     monkeypatch.setattr(config, "scratch_mb", 0)
     args = (torch.randn(53, 67), torch.randn(67, 131), torch.randn(131, 29))
-    source = _wrapper_source(_two_layer, args, tmp_path)
+    source = wrapper_source(_two_layer, args, tmp_path)
     assert "scratch" not in source, source
 
 
@@ -165,19 +164,10 @@ def test_in_place_results_give_eager_results(tmp_path):
     def f(x, w1, b1, w2):
         return torch.sigmoid(torch.relu(x @ w1 + b1) @ w2), torch.exp(x)
 
-    source = _wrapper_source(f, (x, w1, b1, w2), tmp_path)
+    source = wrapper_source(f, (x, w1, b1, w2), tmp_path)
     assert re.search(r"buf\d+ = reinterpret_tensor\(buf\d+, \(37, 129\)", source), source
     compile_and_compare(f, x, w1, b1, w2)
     torch.testing.assert_close(x, keep, rtol=0, atol=0)
-
-
-def _wrapper_source(fn, args, tmp_path) -> str:
-    config.dump_dir = str(tmp_path)
-    try:
-        torch.compile(fn, backend="mlirc")(*args)
-    finally:
-        config.dump_dir = None
-    return "\n".join(open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.wrapper.py")))
 
 
 def _mlp(x, w1, w2, w3):
@@ -190,7 +180,7 @@ def _mlp(x, w1, w2, w3):
 def test_reused_buffers_give_eager_results(tmp_path):
     # odd sizes: 7 rows, 13/13/5 columns; w2 square so its outputs can share buffers
     args = (torch.randn(7, 11), torch.randn(11, 13), torch.randn(13, 13), torch.randn(13, 5))
-    source = _wrapper_source(_mlp, args, tmp_path)
+    source = wrapper_source(_mlp, args, tmp_path)
     assert re.search(r"buf\d+ = buf\d+; del buf\d+", source), source
     torch._dynamo.reset()
     compile_and_compare(_mlp, *[torch.randn_like(a) for a in args])
