@@ -14,6 +14,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_fuse_rows,
     cpu_omp_dispatch,
     cpu_parallelize,
+    cpu_skinny_matmul,
     cpu_vector_math,
     cpu_vectorize,
     form_kernels,
@@ -28,8 +29,8 @@ from mlirc.passes import (  # noqa: F401
 from mlirc.passes.registry import register_pipeline
 
 LINALG = ["mlirc-outline-library-calls", "mlirc-lower-to-linalg", "canonicalize", "cse"]
-# CPU only, before fusion: the layout permutes it adds fuse into their neighbours.
-CPU_LAYOUT = ["mlirc-cpu-channels-last", "canonicalize", "cse"]
+# CPU only, before fusion: the layout permutes and contractions they add fuse into their neighbours.
+CPU_LAYOUT = ["mlirc-cpu-skinny-matmul", "mlirc-cpu-channels-last", "canonicalize", "cse"]
 KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-transpose-views"]
 # Host-side: it regroups the entry's calls, so it runs before the kernels are split off.
 CPU_FUSION = ["mlirc-cpu-fuse-rows", "canonicalize", "cse"]
@@ -101,7 +102,7 @@ STAGES: dict[str, list[str]] = {
 
 register_pipeline("mlirc-stage-linalg", "Stage: mlirc dialect -> linalg on tensors", LINALG)
 register_pipeline(
-    "mlirc-stage-cpu-layout", "Stage: CNN activations channels-last around convolutions (CPU)", CPU_LAYOUT
+    "mlirc-stage-cpu-layout", "Stage: narrow linear layers generated, CNN activations channels-last (CPU)", CPU_LAYOUT
 )
 register_pipeline("mlirc-stage-kernels", "Stage: fusion and kernel formation", KERNELS)
 register_pipeline("mlirc-stage-cpu-fusion", "Stage: CPU row fusion of a kernels module (entry included)", CPU_FUSION)

@@ -1,0 +1,98 @@
+"""mlirc-cpu-skinny-matmul: a linear layer with few outputs becomes generated code.
+
+A GEMM with a narrow result (a classifier head: 64x512 @ 512x10) is a poor fit
+for a BLAS call: MKL's sgemm spends 15-25 us on 64x512x10 on 2 cores, mostly in
+packing and thread hand-off for 0.3M multiply-adds, and its result then makes
+another round trip through memory to the bias add and log_softmax after it.
+
+For such a GEMM whose right operand is the transpose of an (N, K) weight (what a
+linear layer's `x @ w.t()` is), the library call is replaced by a contraction
+generic that reads the weight as stored: result[m, n] = sum_k a[m, k] * w[n, k],
+so each output is a dot product over contiguous K.  Then the usual machinery
+applies: fusion folds the transpose into the read (and the elementwise producer
+of `a`, a bias and ReLU, into the body), mlirc-cpu-fuse-rows puts the contraction
+in the same row loop as a following bias add and softmax, and mlirc-cpu-vectorize
+splits each dot product into vector partial sums.
+
+It runs on the linalg stage's IR, after mlirc-outline-library-calls, CPU only.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, func
+
+from mlirc.dialects import shapes
+from mlirc.passes import linalg_emit as le
+from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions
+from mlirc.passes.outline_library_calls import LIBRARY_ATTR
+from mlirc.passes.registry import register_pass
+
+# Widest result kept out of the library.  Generated dot products do two loads per
+# multiply-add where a BLAS micro-kernel reuses each load across a register block,
+# so the library wins once N is wide enough to fill one.
+MAX_N = 16
+TYPES = (ir.F32Type, ir.F64Type)  # accumulating in bf16/f16 would lose eager's f32 sums
+
+
+def _transposed_input(value: ir.Value) -> ir.Value | None:
+    """The (N, K) tensor that `value` (K, N) is the plain transpose of, if it is one."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != "linalg.generic" or len(owner.operands) != 2:
+        return None
+    in_map, out_map = (ir.AffineMapAttr(m).value for m in ir.ArrayAttr(owner.attributes["indexing_maps"]))
+    if [str(e) for e in in_map.results] != ["d1", "d0"] or [str(e) for e in out_map.results] != ["d0", "d1"]:
+        return None
+    body = owner.regions[0].blocks[0]
+    ops = list(body.operations)
+    if len(ops) != 1 or ops[0].operands[0] != body.arguments[0]:
+        return None
+    return owner.operands[0]
+
+
+def _is_skinny(call: ir.Operation, kernels: dict[str, func.FuncOp]) -> bool:
+    kernel = kernels.get(callee(call))
+    if kernel is None or LIBRARY_ATTR not in kernel.attributes:
+        return False
+    if ir.StringAttr(kernel.attributes[LIBRARY_ATTR]).value != "mm":
+        return False
+    a, b = call.operands
+    if not isinstance(shapes.elem_of(a), TYPES) or shapes.elem_of(a) != shapes.elem_of(b):
+        return False
+    (m, k), (_, n) = shapes.shape_of(a), shapes.shape_of(b)
+    if min(m, k, n) < 1 or n > MAX_N:
+        return False  # an empty GEMM is the library's (torch.mm fills zeros)
+    return _transposed_input(b) is not None
+
+
+def _contraction(a: ir.Value, b: ir.Value) -> ir.Value:
+    """a @ b as a generic over (m, n, k): a read as (m, k), b as (k, n)."""
+    (m, _), (_, n) = shapes.shape_of(a), shapes.shape_of(b)
+    elem = shapes.elem_of(a)
+    init = le.fill(arith.ConstantOp(elem, 0.0).result, le.empty([m, n], elem))
+    maps = [ir.AffineMap.get(3, 0, [ir.AffineDimExpr.get(i) for i in dims]) for dims in ((0, 2), (2, 1), (0, 1))]
+    return le.generic(
+        [a, b],
+        maps[:2],
+        [init],
+        maps[2:],
+        [le.PARALLEL, le.PARALLEL, le.REDUCTION],
+        lambda x: [arith.addf(x[2], arith.mulf(x[0], x[1]))],
+    )[0]
+
+
+@register_pass(
+    "mlirc-cpu-skinny-matmul", "CPU: narrow linear-layer GEMMs become contraction generics, not library calls"
+)
+def cpu_skinny_matmul(module: ir.Operation) -> None:
+    top = module.regions[0].blocks[0]
+    kernels = functions(top)
+    for entry in entry_functions(top):
+        for op in [o.operation for o in entry.entry_block.operations]:
+            if op.name != "func.call" or not _is_skinny(op, kernels):
+                continue
+            with ir.InsertionPoint(op), op.location:
+                result = _contraction(*op.operands)
+            op.results[0].replace_all_uses_with(result)
+            op.erase()
+    erase_uncalled_kernels(top, kernels)
