@@ -8,6 +8,10 @@ row is read from memory once and its intermediates live in row-sized buffers
 that stay in L1 (one-shot-bufferize makes them allocations that
 mlirc-cpu-bufferize's hoisting turns into one stack buffer per thread).
 
+A group may start with a contraction (a narrow linear layer from
+mlirc-cpu-skinny-matmul): a classifier's dot products, bias and log_softmax are
+then one loop, each row's logits never leaving L1.
+
 The loop runs over the rows flattened to one index, so that mlirc-cpu-parallelize
 can split it across threads whatever the row dims' sizes; it is marked as the
 kernel's parallel loop, and each member generic is left on row slices for
@@ -207,5 +211,5 @@ def tile_rows(kernel: func.FuncOp, rows: int) -> bool:
 
 @register_pass("mlirc-cpu-fuse-rows", "CPU: fuse consecutive kernels over the same rows into one loop over rows")
 def cpu_fuse_rows(module: ir.Operation) -> None:
-    for kernel, rows in fuse_row_groups(module, MAX_ROW):
+    for kernel, rows in fuse_row_groups(module, MAX_ROW, contractions=True):
         tile_rows(kernel, rows)

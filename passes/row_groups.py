@@ -6,6 +6,11 @@ same rows P and row elements R: pointwise kernels over P x R, and reductions of
 R into P.  Inside the group a kernel may read an earlier member's result only in
 place -- a P x R tile through the identity map, a row vector through (P) -- so
 that one row of every member can be computed before the next row starts.
+
+Where the caller allows it (the CPU), a group may also start with contractions:
+kernels whose result is a whole P x R tile, reduced over further dims (a narrow
+linear layer, P x N summed over K; see mlirc-cpu-skinny-matmul), reading nothing
+the group computes.  Each row of their result is a row of dot products.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ class RowShape:
 
     ranges: tuple[int, ...]
     rows: int | None  # None: pointwise, any split fits
+
+    def tile(self) -> tuple[int, ...]:
+        """The loop ranges of the result."""
+        return self.ranges if self.rows is None else self.ranges[: self.rows]
 
 
 def single_generic(kernel: func.FuncOp) -> ir.Operation | None:
@@ -62,9 +71,10 @@ def _map_reads_in_place(amap: ir.AffineMap, dims: int) -> bool:
 class Grouper:
     """Finds the groups among the entry's calls."""
 
-    def __init__(self, kernels: dict[str, func.FuncOp], max_row: int) -> None:
+    def __init__(self, kernels: dict[str, func.FuncOp], max_row: int, contractions: bool = False) -> None:
         self.kernels = kernels
         self.max_row = max_row  # elements of the longest row a group may hold
+        self.contractions = contractions  # may a group start with contractions?
 
     def kernel_of(self, op: ir.Operation) -> func.FuncOp | None:
         if op.name != "func.call":
@@ -78,9 +88,13 @@ class Grouper:
         """May `call` join `members` (rows split at `rows`)?"""
         kernel = self.kernel_of(call)
         shape = row_shape(kernel) if kernel is not None else None
-        if shape is None or shape.ranges != ranges or shape.rows not in (None, rows):
+        if shape is None:
             return False
         produced = {r: self.kernel_of(m) for m in members for r in m.results}
+        if self._is_contraction(shape, ranges, rows):
+            return not members and not any(operand in produced for operand in call.operands)
+        if shape.ranges != ranges or shape.rows not in (None, rows):
+            return False
         generic = single_generic(kernel)
         args = list(kernel.entry_block.arguments)
         maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
@@ -89,12 +103,15 @@ class Grouper:
             if operand not in produced:
                 continue
             uses = [(u.owner.operation, u.operand_number) for u in arg.uses]
-            producer_rows = row_shape(produced[operand]).rows
-            width = len(ranges) if producer_rows is None else rows
+            width = len(row_shape(produced[operand]).tile())
             for owner, index in uses:  # only in place, as an input of the generic
                 if owner != generic or index >= inputs or not _map_reads_in_place(maps[index], width):
                     return False
         return True
+
+    def _is_contraction(self, shape: RowShape, ranges: tuple, rows: int) -> bool:
+        """Is `shape` a whole P x R tile of `ranges`, summed over more dims?"""
+        return self.contractions and shape.rows is not None and shape.rows > rows and shape.tile() == ranges
 
     def groups(self, calls: list[ir.Operation]) -> list[list[ir.Operation]]:
         found, floor, i = [], 0, 0
@@ -138,17 +155,17 @@ class Grouper:
         return group
 
 
-def fuse_row_groups(module: ir.Operation, max_row: int) -> list[tuple[func.FuncOp, int]]:
+def fuse_row_groups(module: ir.Operation, max_row: int, contractions: bool = False) -> list[tuple[func.FuncOp, int]]:
     """Inline every row group of the module's entries into one kernel `rows_N`;
     the fused kernels with their number of leading row dims."""
     top = module.regions[0].blocks[0]
     kernels = functions(top)
-    grouper = Grouper(kernels, max_row)
+    grouper = Grouper(kernels, max_row, contractions)
     fused: list[tuple[func.FuncOp, int]] = []
     for entry in entry_functions(top):
         calls = [op.operation for op in entry.entry_block.operations]
         for group in grouper.groups(calls):
-            rows = next(row_shape(grouper.kernel_of(c)).rows for c in group if row_shape(grouper.kernel_of(c)).rows)
+            rows = min(r for r in (row_shape(grouper.kernel_of(c)).rows for c in group) if r)
             fused.append((fuse_calls(group, kernels, f"rows_{len(fused)}"), rows))
     erase_uncalled_kernels(top, kernels)
     return fused

@@ -56,7 +56,8 @@ def test_attention_decomposes_without_library_kernels(name, monkeypatch):
     fn, args = CASES[name]
     stats = compile_and_compare(fn, *args)
     assert stats.library_nodes == 0, stats.summary()
-    assert stats.kernels >= 3, stats.summary()
+    # generated: Q @ K^T joins the softmax's row loop (mlirc-cpu-fuse-rows), then @ V
+    assert stats.kernels >= 2, stats.summary()
 
 
 @pytest.mark.parametrize("with_mask", [False, True])

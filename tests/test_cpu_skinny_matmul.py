@@ -69,3 +69,11 @@ def test_empty_gemms(m, k):
 def test_other_gemms_stay_library_calls(fn, args, tmp_path):
     assert _uses_library(fn, args, tmp_path)
     compile_and_compare(fn, *args)
+
+
+def test_head_is_one_row_loop(tmp_path):
+    """ReLU, dot products, bias and log_softmax: one kernel, one pass over x."""
+    args = (torch.randn(64, 512), torch.randn(10, 512), torch.randn(10))
+    source = wrapper_source(_head, args, tmp_path)
+    assert source.count("kernels[") == 1 and "kernels['rows_0']" in source, source
+    compile_and_compare(_head, *[torch.randn_like(a) for a in args])

@@ -93,3 +93,68 @@ func.func @main(%x: tensor<5x7x33xf32>, %w: tensor<33xf32>) -> (tensor<5x7x33xf3
   %4 = call @kernel_4(%1) : (tensor<5x7x33xf32>) -> tensor<5x33x7xf32>
   return %3, %4 : tensor<5x7x33xf32>, tensor<5x33x7xf32>
 }
+
+// A classifier head: a narrow linear layer (13 rows of 3 logits, K = 17, as
+// mlirc-cpu-skinny-matmul leaves it) with its bias add and row max.  The
+// contraction starts the group: each row computes its 3 dot products from its
+// row of x and the whole weight, then the bias and the max, in one loop.
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#wt = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#rowv = affine_map<(d0, d1) -> (d0)>
+
+// CHECK-LABEL: func.func @rows_1(
+// CHECK-SAME: %[[HX:[a-z0-9]+]]: tensor<13x17xf32>, %[[HW:[a-z0-9]+]]: tensor<3x17xf32>, %[[HB:[a-z0-9]+]]: tensor<3xf32>) -> tensor<13xf32>
+// CHECK: scf.for %[[HI:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[HXR:.*]] = tensor.extract_slice %[[HX]][%[[HI]], 0] [1, 17] [1, 1]
+// CHECK: %[[DOT:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[HXR]], %[[HW]] : tensor<1x17xf32>, tensor<3x17xf32>) outs(%{{.*}} : tensor<1x3xf32>)
+// CHECK: %[[BIASED:.*]] = linalg.generic {{.*}} ins(%[[DOT]], %[[HB]] : tensor<1x3xf32>, tensor<3xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[BIASED]] : tensor<1x3xf32>) outs(%{{.*}} : tensor<1xf32>)
+// CHECK: } {mlirc.parallel_loop}
+// CHECK-NOT: func.func @kernel_10
+// CHECK-NOT: func.func @kernel_11
+// CHECK-NOT: func.func @kernel_12
+func.func @kernel_10(%x: tensor<13x17xf32>, %w: tensor<3x17xf32>) -> tensor<13x3xf32> attributes {mlirc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<13x3xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<13x3xf32>) -> tensor<13x3xf32>
+  %r = linalg.generic {indexing_maps = [#a, #wt, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<13x17xf32>, tensor<3x17xf32>) outs(%f : tensor<13x3xf32>) {
+  ^bb0(%p: f32, %q: f32, %out: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<13x3xf32>
+  return %r : tensor<13x3xf32>
+}
+func.func @kernel_11(%y: tensor<13x3xf32>, %b: tensor<3xf32>) -> tensor<13x3xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<13x3xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #col, #id2], iterator_types = ["parallel", "parallel"]} ins(%y, %b : tensor<13x3xf32>, tensor<3xf32>) outs(%e : tensor<13x3xf32>) {
+  ^bb0(%p: f32, %q: f32, %out: f32):
+    %s = arith.addf %p, %q : f32
+    linalg.yield %s : f32
+  } -> tensor<13x3xf32>
+  return %r : tensor<13x3xf32>
+}
+func.func @kernel_12(%y: tensor<13x3xf32>) -> tensor<13xf32> attributes {mlirc.kernel} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<13xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<13xf32>) -> tensor<13xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #rowv], iterator_types = ["parallel", "reduction"]} ins(%y : tensor<13x3xf32>) outs(%f : tensor<13xf32>) {
+  ^bb0(%p: f32, %out: f32):
+    %m = arith.maximumf %p, %out : f32
+    linalg.yield %m : f32
+  } -> tensor<13xf32>
+  return %r : tensor<13xf32>
+}
+
+// CHECK-LABEL: func.func @head
+// CHECK: %[[HR:.*]] = call @rows_1(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<13x17xf32>, tensor<3x17xf32>, tensor<3xf32>) -> tensor<13xf32>
+// CHECK: return %[[HR]]
+func.func @head(%x: tensor<13x17xf32>, %w: tensor<3x17xf32>, %b: tensor<3xf32>) -> tensor<13xf32> attributes {mlirc.entry} {
+  %0 = call @kernel_10(%x, %w) : (tensor<13x17xf32>, tensor<3x17xf32>) -> tensor<13x3xf32>
+  %1 = call @kernel_11(%0, %b) : (tensor<13x3xf32>, tensor<3xf32>) -> tensor<13x3xf32>
+  %2 = call @kernel_12(%1) : (tensor<13x3xf32>) -> tensor<13xf32>
+  return %2 : tensor<13xf32>
+}
