@@ -60,8 +60,8 @@ def _is_skinny(call: ir.Operation, kernels: dict[str, func.FuncOp]) -> bool:
     if not isinstance(shapes.elem_of(a), TYPES) or shapes.elem_of(a) != shapes.elem_of(b):
         return False
     (m, k), (_, n) = shapes.shape_of(a), shapes.shape_of(b)
-    if min(m, k, n) < 1 or n > MAX_N:
-        return False  # an empty GEMM is the library's (torch.mm fills zeros)
+    if None in (m, k, n) or min(m, k, n) < 1 or n > MAX_N:
+        return False  # dynamic sizes, and empty GEMMs (torch.mm fills zeros), stay the library's
     return _transposed_input(b) is not None
 
 

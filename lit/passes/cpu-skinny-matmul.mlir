@@ -25,6 +25,9 @@
 // CHECK: call @library_2(
 // CHECK: call @library_3(
 // CHECK: return %[[Y]],
+// CHECK-LABEL: func.func @library_4(
+// CHECK-LABEL: func.func @dynamic(
+// CHECK: call @library_4(
 #t = affine_map<(d0, d1) -> (d1, d0)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 module {
@@ -77,5 +80,24 @@ module {
     } -> tensor<7x10xbf16>
     %y3 = call @library_3(%xh, %wht) : (tensor<5x7xbf16>, tensor<7x10xbf16>) -> tensor<5x10xbf16>
     return %y, %y1, %y2, %y3 : tensor<5x10xf32>, tensor<5x10xf32>, tensor<5x17xf32>, tensor<5x10xbf16>
+  }
+  // A dynamic row count stays the library's.
+  func.func @library_4(%a: tensor<?x7xf32>, %b: tensor<7x10xf32>) -> tensor<?x10xf32> attributes {mlirc.kernel, mlirc.library = "mm", mlirc.library_args = {}} {
+    %c0 = arith.constant 0 : index
+    %d = tensor.dim %a, %c0 : tensor<?x7xf32>
+    %cst = arith.constant 0.000000e+00 : f32
+    %0 = tensor.empty(%d) : tensor<?x10xf32>
+    %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<?x10xf32>) -> tensor<?x10xf32>
+    %2 = linalg.matmul ins(%a, %b : tensor<?x7xf32>, tensor<7x10xf32>) outs(%1 : tensor<?x10xf32>) -> tensor<?x10xf32>
+    return %2 : tensor<?x10xf32>
+  }
+  func.func @dynamic(%x: tensor<?x7xf32>, %w: tensor<10x7xf32>) -> tensor<?x10xf32> attributes {mlirc.entry} {
+    %e = tensor.empty() : tensor<7x10xf32>
+    %wt = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<10x7xf32>) outs(%e : tensor<7x10xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<7x10xf32>
+    %y = call @library_4(%x, %wt) : (tensor<?x7xf32>, tensor<7x10xf32>) -> tensor<?x10xf32>
+    return %y : tensor<?x10xf32>
   }
 }
