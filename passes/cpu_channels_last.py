@@ -29,7 +29,7 @@ from mlir.dialects import func
 from mlirc.dialects import shapes
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import callee, entry_functions, functions, run_transform
-from mlirc.passes.outline_library_calls import LIBRARY_ATTR
+from mlirc.passes.outline_library_calls import LIBRARY_ATTR, library_of
 from mlirc.passes.registry import register_pass
 
 TO_NHWC = (0, 2, 3, 1)  # torch.permute order: NCHW -> NHWC
@@ -63,12 +63,6 @@ def _set_maps(op: ir.Operation, maps: list[ir.AffineMap]) -> None:
 def _reorder(amap: ir.AffineMap, perm: tuple[int, ...]) -> ir.AffineMap:
     """The map reading (or writing) the same elements from a tensor permuted by `perm`."""
     return ir.AffineMap.get(amap.n_dims, amap.n_symbols, [amap.results[p] for p in perm])
-
-
-def _is_library(kernel: func.FuncOp | None, name: str) -> bool:
-    return kernel is not None and LIBRARY_ATTR in kernel.attributes and (
-        ir.StringAttr(kernel.attributes[LIBRARY_ATTR]).value == name
-    )  # fmt: skip
 
 
 # -- 1. convolutions ---------------------------------------------------------------------
@@ -132,7 +126,7 @@ def _nhwc_result(op: ir.Operation, result: ir.Value, users: list) -> ir.Value:
 
 
 def _convertible(kernel: func.FuncOp | None, call: ir.Operation) -> bool:
-    return _is_library(kernel, CONV_LIBRARY) and len(shapes.shape_of(call.operands[0])) == 4
+    return library_of(kernel) == CONV_LIBRARY and len(shapes.shape_of(call.operands[0])) == 4
 
 
 # -- 2. propagation ----------------------------------------------------------------------

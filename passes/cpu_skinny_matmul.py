@@ -25,8 +25,9 @@ from mlir.dialects import arith, func
 from mlirc.dialects import shapes
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions
-from mlirc.passes.outline_library_calls import LIBRARY_ATTR
+from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
+from mlirc.passes.transpose_views import generic_perm
 
 # Widest result kept out of the library.  Generated dot products do two loads per
 # multiply-add where a BLAS micro-kernel reuses each load across a register block,
@@ -35,26 +36,8 @@ MAX_N = 16
 TYPES = (ir.F32Type, ir.F64Type)  # accumulating in bf16/f16 would lose eager's f32 sums
 
 
-def _transposed_input(value: ir.Value) -> ir.Value | None:
-    """The (N, K) tensor that `value` (K, N) is the plain transpose of, if it is one."""
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != "linalg.generic" or len(owner.operands) != 2:
-        return None
-    in_map, out_map = (ir.AffineMapAttr(m).value for m in ir.ArrayAttr(owner.attributes["indexing_maps"]))
-    if [str(e) for e in in_map.results] != ["d1", "d0"] or [str(e) for e in out_map.results] != ["d0", "d1"]:
-        return None
-    body = owner.regions[0].blocks[0]
-    ops = list(body.operations)
-    if len(ops) != 1 or ops[0].operands[0] != body.arguments[0]:
-        return None
-    return owner.operands[0]
-
-
 def _is_skinny(call: ir.Operation, kernels: dict[str, func.FuncOp]) -> bool:
-    kernel = kernels.get(callee(call))
-    if kernel is None or LIBRARY_ATTR not in kernel.attributes:
-        return False
-    if ir.StringAttr(kernel.attributes[LIBRARY_ATTR]).value != "mm":
+    if library_of(kernels.get(callee(call))) != "mm":
         return False
     a, b = call.operands
     if not isinstance(shapes.elem_of(a), TYPES) or shapes.elem_of(a) != shapes.elem_of(b):
@@ -62,7 +45,8 @@ def _is_skinny(call: ir.Operation, kernels: dict[str, func.FuncOp]) -> bool:
     (m, k), (_, n) = shapes.shape_of(a), shapes.shape_of(b)
     if None in (m, k, n) or min(m, k, n) < 1 or n > MAX_N:
         return False  # dynamic sizes, and empty GEMMs (torch.mm fills zeros), stay the library's
-    return _transposed_input(b) is not None
+    # b must be an (N, K) weight's transpose, so that each dot product reads contiguous K
+    return not isinstance(b.owner, ir.Block) and b.owner.name == "linalg.generic" and generic_perm(b.owner) == [1, 0]
 
 
 def _contraction(a: ir.Value, b: ir.Value) -> ir.Value:

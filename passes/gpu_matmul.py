@@ -30,17 +30,11 @@ from mlirc.config import config
 from mlirc.passes.gpu_lower_to_tt import KERNEL_PLUMBING, TILE_ATTR, is_fill
 from mlirc.passes.gpu_tiles import VIEWS, loop_ranges
 from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions, fuse_calls
-from mlirc.passes.outline_library_calls import LIBRARY_ATTR
+from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
 
 GEMMS = frozenset({"mm", "bmm"})
 GEMM_TYPES = (ir.F16Type, ir.BF16Type, ir.F32Type)  # what tt.dot multiplies
-
-
-def _library(kernel: func.FuncOp | None) -> str | None:
-    if kernel is None or LIBRARY_ATTR not in kernel.attributes:
-        return None
-    return ir.StringAttr(kernel.attributes[LIBRARY_ATTR]).value
 
 
 def _pointwise_generic(kernel: func.FuncOp) -> ir.Operation | None:
@@ -76,7 +70,7 @@ class Planner:
             return None
         call = users[0]
         kernel = self.kernel(call)
-        generic = _pointwise_generic(kernel) if kernel is not None and _library(kernel) is None else None
+        generic = _pointwise_generic(kernel) if kernel is not None and library_of(kernel) is None else None
         if generic is None:
             return None
         m, n = ir.RankedTensorType(result.type).shape
@@ -107,14 +101,14 @@ class Planner:
         return all(i < inputs and _identity(maps[i]) for i in positions)
 
     def wanted(self, gemm: ir.Operation, epilogue: ir.Operation | None) -> bool:
-        library = _library(self.kernel(gemm))
+        library = library_of(self.kernel(gemm))
         if library not in GEMMS or config.gpu_gemm == "extern":
             return False
         element = ir.RankedTensorType(gemm.results[0].type).element_type
         return config.gpu_gemm == "generated" and isinstance(element, GEMM_TYPES)
 
     def group(self, gemm: ir.Operation) -> list[ir.Operation] | None:
-        epilogue = self.epilogue(gemm) if _library(self.kernel(gemm)) == "mm" else None
+        epilogue = self.epilogue(gemm) if library_of(self.kernel(gemm)) == "mm" else None
         if not self.wanted(gemm, epilogue):
             return None
         views = []
@@ -122,7 +116,7 @@ class Planner:
             if isinstance(operand.owner, ir.Block):
                 continue
             producer = operand.owner.operation
-            if _library(self.kernel(producer)) == "permute":
+            if library_of(self.kernel(producer)) == "permute":
                 # a private copy of the view: other GEMMs may read the same one
                 with ir.InsertionPoint(gemm), gemm.location:
                     view = func.CallOp([operand.type], ir.FlatSymbolRefAttr.get(callee(producer)), producer.operands)
@@ -141,7 +135,7 @@ def gpu_matmul(module: ir.Operation) -> None:
     count = 0
     for entry in entry_functions(top):
         for call in [op.operation for op in entry.entry_block.operations]:
-            if call.name != "func.call" or _library(planner.kernel(call)) not in GEMMS:
+            if call.name != "func.call" or library_of(planner.kernel(call)) not in GEMMS:
                 continue
             group = planner.group(call)
             if group is not None:

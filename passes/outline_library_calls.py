@@ -30,6 +30,13 @@ LIBRARY_TYPES = (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)
 LIBRARY_OPS = {"mlirc.matmul": "mm", "mlirc.batch_matmul": "bmm", "mlirc.conv2d": "conv2d"}
 
 
+def library_of(kernel: func.FuncOp | None) -> str | None:
+    """The library a kernel stands for ("mm", "conv2d", "permute", ...), or None."""
+    if kernel is None or LIBRARY_ATTR not in kernel.attributes:
+        return None
+    return ir.StringAttr(kernel.attributes[LIBRARY_ATTR]).value
+
+
 def _library_eligible(op: ir.Operation) -> bool:
     types = [v.type for v in [*op.operands, *op.results]]
     return op.name in LIBRARY_OPS and all(isinstance(shapes.elem_of(t), LIBRARY_TYPES) for t in types)

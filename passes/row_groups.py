@@ -92,7 +92,7 @@ class Grouper:
             return False
         produced = {r: self.kernel_of(m) for m in members for r in m.results}
         if self._is_contraction(shape, ranges, rows):
-            return not members and not any(operand in produced for operand in call.operands)
+            return not members  # first, so it reads nothing the group computes
         if shape.ranges != ranges or shape.rows not in (None, rows):
             return False
         generic = single_generic(kernel)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.passes.outline_library_calls import LIBRARY_ATTR
+from mlirc.passes.outline_library_calls import LIBRARY_ATTR, library_of
 from mlirc.passes.registry import register_pass
 
 PERM_ATTR = "mlirc.perm"  # of a "permute" view
@@ -27,12 +27,16 @@ def transpose_perm(kernel: func.FuncOp) -> list[int] | None:
     generics = [op for op in ops if op.name == "linalg.generic"]
     if len(generics) != 1 or any(op.name not in PLUMBING for op in ops if op is not generics[0]):
         return None
-    generic = generics[0]
+    if generics[0].operands[0] not in list(kernel.entry_block.arguments):
+        return None
+    return generic_perm(generics[0])
+
+
+def generic_perm(generic: ir.Operation) -> list[int] | None:
+    """The torch.permute order when `generic` only copies its one input, transposed."""
     body = generic.regions[0].blocks[0]
     yielded = list(body.operations)[0]
-    if len(generic.operands) != 2 or generic.operands[0] not in list(kernel.entry_block.arguments):
-        return None
-    if yielded.name != "linalg.yield" or yielded.operands[0] != body.arguments[0]:
+    if len(generic.operands) != 2 or yielded.name != "linalg.yield" or yielded.operands[0] != body.arguments[0]:
         return None
     in_map, out_map = (ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"]))
     if not in_map.is_permutation or out_map != ir.AffineMap.get_identity(out_map.n_dims):
@@ -48,12 +52,6 @@ def _callee(op: ir.Operation) -> str | None:
     return ir.FlatSymbolRefAttr(op.attributes["callee"]).value if op.name == "func.call" else None
 
 
-def _library(kernel: func.FuncOp | None) -> str | None:
-    if kernel is None or LIBRARY_ATTR not in kernel.attributes:
-        return None
-    return ir.StringAttr(kernel.attributes[LIBRARY_ATTR]).value
-
-
 @register_pass("mlirc-transpose-views", "Transpose kernels read only by GEMM library calls become host views")
 def transpose_views(module: ir.Operation) -> None:
     body = module.regions[0].blocks[0]
@@ -63,12 +61,12 @@ def transpose_views(module: ir.Operation) -> None:
             continue
         for op in entry.entry_block.operations:
             kernel = kernels.get(_callee(op.operation) or "")
-            if kernel is None or "mlirc.kernel" not in kernel.attributes or _library(kernel) is not None:
+            if kernel is None or "mlirc.kernel" not in kernel.attributes or library_of(kernel) is not None:
                 continue
             perm = transpose_perm(kernel)
             users = [use.owner.operation for use in op.results[0].uses]
             if perm is None or not users:
                 continue
-            if all(_library(kernels.get(_callee(u) or "")) in GEMM_LIBRARIES for u in users):
+            if all(library_of(kernels.get(_callee(u) or "")) in GEMM_LIBRARIES for u in users):
                 kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get("permute")
                 kernel.attributes[PERM_ATTR] = ir.DenseI64ArrayAttr.get(perm)
