@@ -134,3 +134,31 @@ def test_llvm_middle_end_levels(llvm_opt, monkeypatch):
         return torch.log_softmax(x + y, -1), chain(x, y)
 
     compile_and_compare(f, torch.randn(5, 37), torch.randn(37))
+
+
+def _ulps_from_float64(actual: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    """|actual - exact| in units of the float32 spacing at the exact value."""
+    rounded = exact.float().abs()
+    spacing = torch.nextafter(rounded, torch.tensor(float("inf"))) - rounded
+    return (actual.double() - exact).abs() / spacing.double()
+
+
+@pytest.mark.parametrize("op", [torch.exp, torch.tanh])
+def test_inline_f32_exp_tanh_over_the_float_range(op):
+    """f32 exp and tanh are expanded inline (mlirc-cpu-vector-math), not SLEEF's: every
+    131st float32 from 1e-40 (denormal) to 120, both signs, stays within 2 ulp of the
+    float64 result, and overflow, underflow, denormal results, NaN and -0.0 are eager's."""
+    low = torch.tensor([1e-40]).view(torch.int32).item()
+    high = torch.tensor([120.0]).view(torch.int32).item()
+    grid = torch.arange(low, high, 131, dtype=torch.int32).view(torch.float32)
+    edges = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 88.72283, 88.72284, -103.28, -104.5, 0.55]
+    x = torch.cat([grid, -grid, torch.tensor(edges)])
+    actual = torch.compile(op, backend="mlirc")(x)
+    expected = op(x)
+    exact = op(x.double())
+    finite = torch.isfinite(exact.float()) & (exact.float() != 0)
+    assert _ulps_from_float64(actual, exact)[finite].max().item() <= 2.0
+    special = ~finite
+    torch.testing.assert_close(actual[special], expected[special], rtol=0, atol=0, equal_nan=True)
+    numbers = ~torch.isnan(expected)
+    assert torch.equal(torch.signbit(actual[numbers]), torch.signbit(expected[numbers]))

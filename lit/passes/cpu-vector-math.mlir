@@ -1,17 +1,18 @@
 // RUN: mlirc-opt %s -p mlirc-cpu-vector-math | FileCheck %s
 
 // Vector transcendental ops become SLEEF calls of the host width (libtorch_cpu's
-// SLEEF, as eager uses); a vector that no SLEEF width divides ends in a chunk padded
+// SLEEF, as eager uses), except f32 exp, tanh and erf, expanded inline (the last
+// cases); a vector that no SLEEF width divides ends in a chunk padded
 // with ones (a peeled loop's tail keeps SLEEF's accuracy).
 // Every x86-64 host mlirc targets has AVX2, so 8 x f32 and 4 x f64 always map.
 
 // CHECK-LABEL: func.func @exact_width
-// CHECK: %[[E:.*]] = call @Sleef_expf8_u10(%arg0) : (vector<8xf32>) -> vector<8xf32>
+// CHECK: %[[E:.*]] = call @Sleef_logf8_u10(%arg0) : (vector<8xf32>) -> vector<8xf32>
 // CHECK: %[[P:.*]] = call @Sleef_powf8_u10(%arg0, %[[E]]) : (vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 // CHECK: call @Sleef_erfd4_u10(%arg1) : (vector<4xf64>) -> vector<4xf64>
 // CHECK-NOT: math.
 func.func @exact_width(%a: vector<8xf32>, %b: vector<4xf64>) -> (vector<8xf32>, vector<4xf64>) {
-  %e = math.exp %a : vector<8xf32>
+  %e = math.log %a : vector<8xf32>
   %p = math.powf %a, %e : vector<8xf32>
   %r = math.erf %b : vector<4xf64>
   return %p, %r : vector<8xf32>, vector<4xf64>
@@ -31,11 +32,11 @@ func.func @two_dims(%a: vector<2x8xf64>) -> vector<2x8xf64> {
 // CHECK-LABEL: func.func @odd_width
 // CHECK: %[[ONES:.*]] = arith.constant dense<1.000000e+00> : vector<8xf32>
 // CHECK: %[[PAD:.*]] = vector.insert_strided_slice %arg0, %[[ONES]] {{.*}} : vector<5xf32> into vector<8xf32>
-// CHECK: %[[E:.*]] = call @Sleef_expf8_u10(%[[PAD]])
+// CHECK: %[[E:.*]] = call @Sleef_logf8_u10(%[[PAD]])
 // CHECK: vector.extract_strided_slice %[[E]] {offsets = [0], sizes = [5], strides = [1]}
 // CHECK: math.exp %arg1 : f32
 func.func @odd_width(%a: vector<5xf32>, %s: f32) -> (vector<5xf32>, f32) {
-  %e = math.exp %a : vector<5xf32>
+  %e = math.log %a : vector<5xf32>
   %f = math.exp %s : f32
   return %e, %f : vector<5xf32>, f32
 }
@@ -43,12 +44,12 @@ func.func @odd_width(%a: vector<5xf32>, %s: f32) -> (vector<5xf32>, f32) {
 // 13 = a full chunk and a padded one of 5.
 // CHECK-LABEL: func.func @full_and_partial
 // CHECK: vector.extract_strided_slice %arg0 {offsets = [0], sizes = [8], strides = [1]}
-// CHECK: call @Sleef_tanhf8_u10
+// CHECK: call @Sleef_sinf8_u10
 // CHECK: vector.extract_strided_slice %arg0 {offsets = [8], sizes = [5], strides = [1]}
-// CHECK: call @Sleef_tanhf8_u10
+// CHECK: call @Sleef_sinf8_u10
 // CHECK: vector.insert_strided_slice {{.*}} {offsets = [8], strides = [1]} : vector<5xf32> into vector<13xf32>
 func.func @full_and_partial(%a: vector<13xf32>) -> vector<13xf32> {
-  %t = math.tanh %a : vector<13xf32>
+  %t = math.sin %a : vector<13xf32>
   return %t : vector<13xf32>
 }
 
@@ -82,5 +83,39 @@ func.func @gelu_erf(%a: vector<8xf32>) -> vector<8xf32> {
   return %s : vector<8xf32>
 }
 
+// f32 exp is inline over the whole float range: clamped to [-104, 89] (a NaN to
+// -104, so fptosi never sees one), 2^n as two powers of two (denormal results
+// round once), and a NaN argument passed through at the end.
+// CHECK-LABEL: func.func @f32_exp
+// CHECK-NOT: call
+// CHECK: arith.cmpf ogt, %arg0
+// CHECK: arith.cmpf olt
+// CHECK: math.floor
+// CHECK: arith.shrsi
+// CHECK: %[[UNO:.*]] = arith.cmpf uno, %arg0, %arg0 : vector<8xf32>
+// CHECK: arith.select %[[UNO]], %arg0, %{{.*}} : vector<8xi1>, vector<8xf32>
+// CHECK: return
+func.func @f32_exp(%a: vector<8xf32>) -> vector<8xf32> {
+  %e = math.exp %a : vector<8xf32>
+  return %e : vector<8xf32>
+}
+
+// f32 tanh is inline too: an odd polynomial near 0, (1 - e) / (1 + e) with
+// e = exp(-2|x|) elsewhere, and x's sign put back last (tanh(-0.0) = -0.0).
+// CHECK-LABEL: func.func @f32_tanh
+// CHECK-NOT: call
+// CHECK: %[[ABS:.*]] = math.absf %arg0 : vector<8xf32>
+// CHECK: math.fma
+// CHECK: math.floor
+// CHECK: arith.divf
+// CHECK: %[[NEAR:.*]] = arith.cmpf ult, %[[ABS]]
+// CHECK: %[[T:.*]] = arith.select %[[NEAR]]
+// CHECK: math.copysign %[[T]], %arg0 : vector<8xf32>
+// CHECK: return
+func.func @f32_tanh(%a: vector<8xf32>) -> vector<8xf32> {
+  %t = math.tanh %a : vector<8xf32>
+  return %t : vector<8xf32>
+}
+
 // SLEEF is pure: declared readnone (plus nounwind/willreturn), LLVM may CSE and hoist its calls.
-// CHECK: func.func private @Sleef_expf8_u10(vector<8xf32>) -> vector<8xf32> attributes {llvm.readnone, passthrough = ["nounwind", "willreturn"]}
+// CHECK: func.func private @Sleef_logf8_u10(vector<8xf32>) -> vector<8xf32> attributes {llvm.readnone, passthrough = ["nounwind", "willreturn"]}
