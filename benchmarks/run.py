@@ -298,7 +298,7 @@ def main() -> None:
     if args.merge:
         parts = [json.loads(path.read_text()) for path in args.merge]
         rows = [row for part in parts for row in part["rows"]]
-        _write_results(args.results or Path("."), parts[0]["machine"], parts[0]["header"], rows)
+        _write_results(args.results or Path("."), parts[0]["machine"], _merged_header(parts), rows)
         return
     rows = []
     for name in names:
@@ -313,6 +313,16 @@ def main() -> None:
         args.markdown.write_text(text + "\n")
     if args.results:
         _write_results(args.results, machine(), header, rows)
+
+
+def _merged_header(parts: list[dict]) -> str:
+    """One header naming every part's command: a suite run in parts (the GPU host's
+    10-minute limit per call) is reproduced by running all of them and merging."""
+    first = parts[0]["header"]
+    prefix = first.split("; last made by ")[0]
+    commands = [part["header"].split("; last made by ")[-1] for part in parts]
+    merge = "python benchmarks/run.py --merge " + " ".join(f"PART{i + 1}.json" for i in range(len(parts)))
+    return f"{prefix}; made in {len(parts)} parts, {', '.join(commands)}, merged by `{merge} --results DIR`"
 
 
 def _write_results(folder: Path, machine_text: str, header: str, rows: list[dict]) -> None:
