@@ -194,6 +194,15 @@ def _splatter(vtype: ir.VectorType) -> Callable[[float], ir.Value]:
     return splat
 
 
+def _horner(x: ir.Value, coeffs: tuple[float, ...], splat: Callable[[float], ir.Value]) -> ir.Value:
+    """sum(coeffs[k] * x^k), lowest degree first, as Horner steps of fused multiply-adds
+    (LLVM does not contract a separate mul and add on its own)."""
+    value = splat(coeffs[-1])
+    for coeff in reversed(coeffs[:-1]):
+        value = math_d.fma(value, x, splat(coeff))
+    return value
+
+
 def _inline_exp(y: ir.Value, vtype: ir.VectorType, full_range: bool = False) -> ir.Value:
     """exp(y); without full_range only for y <= 0, where exp(y) >= exp(EXP_FLOOR) or is
     not needed.  A NaN y gives NaN with full_range and an unspecified value without."""
@@ -208,9 +217,7 @@ def _inline_exp(y: ir.Value, vtype: ir.VectorType, full_range: bool = False) -> 
     n = math_d.floor(math_d.fma(clamped, splat(1 / math.log(2)), splat(0.5)))
     r = math_d.fma(n, splat(-LN2_HI), clamped)
     r = math_d.fma(n, splat(-LN2_LO), r)
-    poly = splat(EXP_TAYLOR[-1])
-    for coeff in reversed(EXP_TAYLOR[:-1]):
-        poly = math_d.fma(poly, r, splat(coeff))
+    poly = _horner(r, EXP_TAYLOR, splat)
     i32 = ir.VectorType.get(vtype.shape, ir.IntegerType.get_signless(32))
 
     def ints(value: int) -> ir.Value:
@@ -241,20 +248,15 @@ def _expand_f32_vector_erf(op: ir.Operation) -> None:
     with ir.InsertionPoint(op), op.location:
         x = op.operands[0]
         ax = math_d.absf(x)
-        # Horner steps as fused multiply-adds, as ATen's vectorized erf computes them
-        # (LLVM does not contract a separate mul and add on its own).
+        # Horner steps as fused multiply-adds, as ATen's vectorized erf computes them.
         t = arith.divf(splat(1.0), math_d.fma(splat(ERF_P), ax, splat(1.0)))
-        poly = splat(ERF_COEFFS[0])
-        for coeff in ERF_COEFFS[1:]:
-            poly = math_d.fma(poly, t, splat(coeff))
+        poly = _horner(t, ERF_COEFFS[::-1], splat)
         x2 = arith.mulf(x, x)
         gauss = _inline_exp(arith.negf(x2), vtype)
         erf_abs = arith.subf(splat(1.0), arith.mulf(arith.mulf(poly, t), gauss))
         result = math_d.copysign(erf_abs, x)
         if not _only_added_to_one(op):
-            series = splat(ERF_SERIES[-1])
-            for coeff in reversed(ERF_SERIES[:-1]):
-                series = math_d.fma(series, x2, splat(coeff))
+            series = _horner(x2, ERF_SERIES, splat)
             small = arith.cmpf(arith.CmpFPredicate.OLT, ax, splat(ERF_SMALL))
             result = arith.select(small, arith.mulf(series, x), result)
     op.results[0].replace_all_uses_with(result)
@@ -283,9 +285,7 @@ def _expand_f32_vector_tanh(op: ir.Operation) -> None:
         x = op.operands[0]
         ax = math_d.absf(x)
         x2 = arith.mulf(x, x)
-        poly = splat(TANH_POLY[-1])
-        for coeff in reversed(TANH_POLY[:-1]):
-            poly = math_d.fma(poly, x2, splat(coeff))
+        poly = _horner(x2, TANH_POLY, splat)
         small = math_d.fma(arith.mulf(x2, ax), poly, ax)
         e = _inline_exp(arith.mulf(ax, splat(-2.0)), vtype)
         large = arith.divf(arith.subf(splat(1.0), e), arith.addf(splat(1.0), e))
