@@ -37,6 +37,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import shapes
+from mlirc.dialects.runtime_checks import RuntimeCheck, decode
 from mlirc.errors import PipelineError
 from mlirc.passes.outline_library_calls import LIBRARY_ARGS_ATTR, LIBRARY_ATTR
 from mlirc.passes.transpose_views import PERM_ATTR
@@ -227,6 +228,7 @@ class WrapperBuilder:
         self.scratch_fetch = _ScratchFetch()
         self.scratch_metas: list[torch.Tensor] = []  # what scratch_buffers() must make
         self.kernels = kernels or {}  # name -> kernel func, for library-call attributes
+        self.checks = decode(entry.attributes)  # flags returned after the graph's results
         self.result_dtypes = result_dtypes
         self.names: dict[object, str] = {}
         self.lines: list[str | _Free] = []
@@ -367,7 +369,7 @@ class WrapperBuilder:
         meta = self.meta.get(source)
         try:
             view = make_view(meta) if meta is not None else None
-        except RuntimeError:  # not expressible as a view: torch copies
+        except (RuntimeError, ValueError):  # not expressible as a view: `fallback` copies
             view = None
         if view is None:
             self.lines.append(f"    {n} = {source}{fallback}")
@@ -477,6 +479,23 @@ class WrapperBuilder:
         drop = f".reshape({shape})" if len(shape) != len(sizes) else ""
         self.emit_view(op.results[0], self.name(op.operands[0]), lambda m: m[index].view(shape), f"[{text}]{drop}")
 
+    def emit_return(self, operands: list[ir.Value]) -> None:
+        results = operands[: len(operands) - len(self.checks)]
+        for flag, check in zip(operands[len(results) :], self.checks, strict=True):
+            self.emit_check(self.name(flag), check)
+        for v in results:
+            self._mark_escaping(self.name(v))
+        outs = ", ".join(
+            self.name(v) + (".view(torch.bool)" if d == torch.bool else "")
+            for v, d in zip(results, self.result_dtypes, strict=False)
+        )
+        self.lines.append(f"    return ({outs}{',' if len(results) == 1 else ''})")
+
+    def emit_check(self, flag: str, check: RuntimeCheck) -> None:
+        """Raise eager's exception unless the 0-d flag `flag` is set (after every
+        kernel ran: they clamp what they read, so bad data cannot reach memory)."""
+        self.lines.append(f"    if not {flag}.item(): raise {check.error}({check.message!r})")
+
     def emit(self, op: ir.Operation, logical: dict) -> None:
         if op.name == "func.call":
             self.emit_call(op, logical)
@@ -484,16 +503,11 @@ class WrapperBuilder:
             self.allocate(op.results[0], logical)
         elif op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
             shape = list(shapes.shape_of(op.results[0]))
-            self.emit_view(op.results[0], self.name(op.operands[0]), lambda m: m.view(shape), f".view({shape})")
+            # A strided slice may not collapse into a view: reshape copies it then.
+            self.emit_view(op.results[0], self.name(op.operands[0]), lambda m: m.view(shape), f".reshape({shape})")
         elif op.name == "tensor.extract_slice":
             self.emit_slice(op)
         elif op.name == "func.return":
-            for v in op.operands:
-                self._mark_escaping(self.name(v))
-            outs = ", ".join(
-                self.name(v) + (".view(torch.bool)" if d == torch.bool else "")
-                for v, d in zip(op.operands, self.result_dtypes, strict=False)
-            )
-            self.lines.append(f"    return ({outs}{',' if len(op.operands) == 1 else ''})")
+            self.emit_return(list(op.operands))
         else:
             raise PipelineError("mlirc-host-wrapper", f"op {op.name} cannot run on the host")

@@ -108,5 +108,5 @@ def scalar_constant(value: float | int | bool, elem: ir.Type) -> ir.Value:
     elif shapes.is_bool(elem):
         scalar = ir.IntegerAttr.get(elem, 1 if value else 0)
     else:
-        scalar = ir.IntegerAttr.get(elem, int(value))
+        scalar = ir.IntegerAttr.get(elem, shapes.wrap_integer(int(value), ir.IntegerType(elem).width))
     return constant(ir.DenseElementsAttr.get_splat(tensor_t, scalar))

@@ -6,6 +6,7 @@ Element types are MLIR builtin types; torch dtypes map onto them through
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -34,6 +35,31 @@ MLIR_TO_TORCH: dict[str, torch.dtype] = {v: k for k, v in TORCH_TO_MLIR.items()}
 
 def is_supported_dtype(dtype: torch.dtype) -> bool:
     return dtype in TORCH_TO_MLIR
+
+
+def scalar_fits(value: int | float, dtype: torch.dtype) -> bool:
+    """Does a Python scalar convert to `dtype` without overflow, by c10's rule (the
+    one eager applies to fill values: full, where, clamp, pad)?  Infinities and NaN
+    fit a float type; a finite float beyond its range does not; nothing else than a
+    finite value in range fits an integer type; anything fits bool."""
+    if isinstance(value, bool) or dtype == torch.bool:
+        return True
+    if dtype.is_floating_point:
+        info = torch.finfo(dtype)
+        return not math.isfinite(value) or info.min <= value <= info.max
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    info = torch.iinfo(dtype)
+    return info.min <= value <= info.max
+
+
+def wrap_integer(value: int, width: int) -> int:
+    """`value` modulo 2**width as a signed number: what eager's arithmetic makes of
+    an out-of-range Python int (int64 + 2**63 wraps)."""
+    if width == 1:
+        return 1 if value else 0
+    half = 1 << (width - 1)
+    return (int(value) + half) % (1 << width) - half
 
 
 def element_type(dtype: torch.dtype) -> ir.Type:

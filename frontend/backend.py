@@ -56,13 +56,15 @@ def _try_compile(gm: fx.GraphModule, device: torch.device, autotune: bool = Fals
     st = stats()
     try:
         region = compile_region(gm, device, autotune)
-    except MlircError as err:
+    except Exception as err:  # not only MlircError: no internal error reaches the user
         st.failed_regions += 1
         st.fallback_nodes += _compute_nodes(gm)
-        st.fallback_ops[f"region failed: {str(err).splitlines()[0][:120]}"] += 1
+        text = str(err) if isinstance(err, MlircError) else f"internal error: {type(err).__name__}: {err}"
+        st.fallback_ops[f"region failed: {text.splitlines()[0][:120]}"] += 1
         if config.strict:
             raise
-        warnings.warn(f"mlirc: a region runs eagerly because compilation failed: {err}", stacklevel=2)
+        log.debug("region failed", exc_info=True)
+        warnings.warn(f"mlirc: a region runs eagerly because compilation failed: {text}", stacklevel=2)
         return None
     st.compiled_regions += 1
     st.compiled_nodes += _compute_nodes(gm)
@@ -85,7 +87,18 @@ AUTOTUNE_MODES = frozenset({"max-autotune", "max-autotune-no-cudagraphs"})
 def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], mode: str = "default") -> Callable:
     """An AOTAutograd fw/bw compiler: a callable with the graph's semantics, taking
     its arguments boxed (one list), which is the convention AOTAutograd expects."""
-    fn = _compile_fx_graph(gm, example_inputs, autotune=mode in AUTOTUNE_MODES)
+    try:
+        fn = _compile_fx_graph(gm, example_inputs, autotune=mode in AUTOTUNE_MODES)
+    except Exception as err:  # partitioning failed (a region's own failure is handled in _try_compile)
+        if config.strict:
+            raise
+        st = stats()
+        st.failed_regions += 1
+        st.fallback_nodes += _compute_nodes(gm)
+        st.fallback_ops[f"graph failed: {type(err).__name__}: {str(err).splitlines()[0][:120]}"] += 1
+        log.debug("graph failed", exc_info=True)
+        warnings.warn(f"mlirc: a graph runs eagerly because partitioning failed: {err!r}", stacklevel=2)
+        fn = gm
     if mode in CUDA_GRAPH_MODES and _device_of(example_inputs).type == "cuda":
         from mlirc.backends.gpu.cudagraphs import CudaGraphed
 

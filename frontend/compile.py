@@ -20,7 +20,7 @@ from mlirc.backends.cpu.codegen import compile_kernels
 from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
 from mlirc.dialects import make_context
-from mlirc.errors import PipelineError
+from mlirc.errors import MlircError, PipelineError
 from mlirc.frontend.importer import FxImporter, constant_inputs, node_meta
 from mlirc.passes.pipelines import STAGES
 from mlirc.passes.registry import run_passes
@@ -47,12 +47,29 @@ def _dump(name: str, stage: str, text: str, ext: str = "mlir") -> str | None:
 
 
 def _repro(stage_input: str, name: str, stage: str) -> str:
-    path = _dump(name, f"before-{stage}", stage_input)
+    return f"mlirc-opt {_saved(stage_input, name, f'before-{stage}')} -p mlirc-stage-{stage}"
+
+
+def _saved(text: str, name: str, what: str, ext: str = "mlir") -> str:
+    """`text` in the dump folder, or else in a temporary file: the path a repro names."""
+    path = _dump(name, what, text, ext)
     if path is None:
-        fd, path = tempfile.mkstemp(prefix=f"mlirc-{name}-before-{stage}-", suffix=".mlir")
+        fd, path = tempfile.mkstemp(prefix=f"mlirc-{name}-{what}-", suffix=f".{ext}")
         with os.fdopen(fd, "w") as f:
-            f.write(stage_input)
-    return f"mlirc-opt {path} -p mlirc-stage-{stage}"
+            f.write(text)
+    return path
+
+
+def _step(step: str, run: Callable, repro: Callable[[], str | None] = lambda: None):
+    """run(), with any exception that is not already an MlircError reported as the
+    failure of `step` (an internal error: a bug, but the region still falls back)."""
+    try:
+        return run()
+    except MlircError:
+        raise
+    except Exception as err:
+        log.debug("%s failed", step, exc_info=True)
+        raise PipelineError(step, f"internal error: {type(err).__name__}: {err}", repro()) from err
 
 
 def _run_stage(module: ir.Module, stage: str, name: str, stage_ir: dict[str, str]) -> None:
@@ -105,7 +122,11 @@ def _compile_region(gm: fx.GraphModule, device: torch.device) -> CompiledRegion:
     _region_counter += 1
     name = f"region{_region_counter}"
     context = make_context()
-    module = FxImporter(context).import_graph(gm)
+    module = _step(
+        "mlirc-import",
+        lambda: FxImporter(context).import_graph(gm),
+        lambda: f"the FX graph is in {_saved(gm.print_readable(print_output=False), name, 'fx-graph', 'py')}",
+    )
     stage_ir = {"mlirc": str(module)}
     _dump(name, "mlirc", stage_ir["mlirc"])
     outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
@@ -133,10 +154,14 @@ def _compile_region(gm: fx.GraphModule, device: torch.device) -> CompiledRegion:
 def _build_cpu(module: ir.Module, name: str, result_dtypes: list, device: torch.device) -> tuple[Callable, str, int]:
     before = str(module)
     try:
-        compiled = compile_kernels(module)
+        compiled = _step("mlirc-cpu-codegen", lambda: compile_kernels(module))
     except PipelineError as err:
         raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, "cpu")) from err
-    call, source = build_wrapper(module, compiled, result_dtypes, device)
+    call, source = _step(
+        "mlirc-host-wrapper",
+        lambda: build_wrapper(module, compiled, result_dtypes, device),
+        lambda: f"the wrapper is built from {_saved(before, name, 'kernels')}",
+    )
     return call, source, len(compiled.functions)
 
 
@@ -146,6 +171,9 @@ def _build_gpu(
     from mlirc.backends.gpu import compiler, runtime
 
     _run_stage(module, "gpu", name, stage_ir)
-    launchers = compiler.compile_module(module)
-    call, source = runtime.build_wrapper(module, launchers, result_dtypes, device)
+    gpu_ir = lambda: f"the gpu-stage IR is in {_saved(stage_ir['gpu'], name, 'gpu')}"  # noqa: E731
+    launchers = _step("triton.compile", lambda: compiler.compile_module(module), gpu_ir)
+    call, source = _step(
+        "mlirc-host-wrapper", lambda: runtime.build_wrapper(module, launchers, result_dtypes, device), gpu_ir
+    )
     return call, source, len(launchers)

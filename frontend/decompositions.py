@@ -22,7 +22,9 @@ from torch._decomp import decomposition_table as all_decompositions
 
 aten = torch.ops.aten
 
-KEEP = (aten.gelu.default, aten.silu.default)
+# max_unpool: its decomposition scatters into the flattened tensor, where an index
+# outside its plane lands in the next plane instead of raising as eager does.
+KEEP = (aten.gelu.default, aten.silu.default, aten.max_unpool2d.default, aten.max_unpool3d.default)
 
 # Kept whole while library kernels are on (MLIRC_LIBRARY_GEMM): ATen's fused CPU flash
 # attention never writes the (L x L) score matrix, which bmm + softmax + bmm must.

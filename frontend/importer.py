@@ -20,6 +20,7 @@ from mlir.dialects import func
 
 from mlirc.dialects import builders, shapes
 from mlirc.dialects.mlirc_dialect import make_context
+from mlirc.dialects.runtime_checks import CHECKS_ATTR, RuntimeCheck, encode
 from mlirc.errors import UnsupportedOpError, VerificationError
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,14 @@ class LoweringContext:
 
     def __init__(self, values: dict[fx.Node, Any]) -> None:
         self.values = values
+        self.checks: list[tuple[ir.Value, RuntimeCheck]] = []  # (0-d i1 "ok", what eager raises)
+
+    def require(self, ok: ir.Value, check: RuntimeCheck) -> None:
+        """Raise `check` at run time unless every element of the i1 tensor `ok` holds
+        (see mlirc.dialects.runtime_checks)."""
+        if shapes.shape_of(ok):
+            ok = builders.reduce("reduce_all", ok, list(range(len(shapes.shape_of(ok)))), False)
+        self.checks.append((ok, check))
 
     def value(self, arg: Any, like: ir.Value | None = None, elem: ir.Type | None = None) -> ir.Value:
         """An fx argument as an IR value; Python scalars become 0-d constants."""
@@ -173,8 +182,15 @@ class FxImporter:
                         continue
                     with ir.Location.name(_location_name(node)):
                         values[node] = self._lower_node(node, lctx, LOWERINGS)
-                func.ReturnOp([self._checked_output(values[n], n) for n in outputs])
+                results = [self._checked_output(values[n], n) for n in outputs]
+                func.ReturnOp(results + [ok for ok, _ in lctx.checks])
             fn.attributes["mlirc.entry"] = ir.UnitAttr.get()
+            if lctx.checks:
+                # The checks' flags are results after the graph's own (the host wrapper tests them).
+                fn.attributes["function_type"] = ir.TypeAttr.get(
+                    ir.FunctionType.get(arg_types, result_types + [ok.type for ok, _ in lctx.checks])
+                )
+                fn.attributes[CHECKS_ATTR] = encode([check for _, check in lctx.checks])
             try:
                 module.operation.verify()
             except ir.MLIRError as err:

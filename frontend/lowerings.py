@@ -19,6 +19,7 @@ from mlir import ir
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.frontend.importer import LoweringContext, node_meta, result_dtype
+from mlirc.frontend.runtime_checks import check_nonzero_divisor
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -37,6 +38,26 @@ def register(*ops: Any, check: Callable[[fx.Node], str | None] | None = None) ->
         return fn
 
     return wrap
+
+
+def all_checks(*checks: Callable[[fx.Node], str | None]) -> Callable[[fx.Node], str | None]:
+    """A check that returns the first reason any of `checks` gives."""
+
+    def check(node: fx.Node) -> str | None:
+        return next((reason for c in checks if (reason := c(node)) is not None), None)
+
+    return check
+
+
+def fill_values_fit(node: fx.Node) -> str | None:
+    """Eager raises when a fill value (full, where, clamp, pad) overflows the result
+    dtype; the node then runs eagerly, to raise it.  Arithmetic does not check (an
+    int64 + 2**63 wraps, a float32 * 1e39 is inf), so this is only for fill values."""
+    dtype = out_dtype(node)
+    for value in [*node.args, *node.kwargs.values()]:
+        if isinstance(value, (int, float)) and not shapes.scalar_fits(value, dtype):
+            return f"the value {value!r} overflows {dtype} (eager raises)"
+    return None
 
 
 def _first_meta(node: fx.Node) -> torch.Tensor:
@@ -90,10 +111,21 @@ def _predicate(name: str) -> Lowering:
     return lower
 
 
+INT_DIVISIONS = frozenset({"div", "floor_div", "remainder", "fmod"})
+
+
+def _divide(lctx: LoweringContext, node: fx.Node, name: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+    """An integer division raises eager's ZeroDivisionError on a zero divisor (the
+    scalar bodies divide by 1 there, so nothing traps)."""
+    if name in INT_DIVISIONS and not shapes.is_float(shapes.elem_of(rhs)):
+        check_nonzero_divisor(lctx, node, rhs)
+    return b.elementwise(name, lhs, rhs)
+
+
 def _binary(name: str) -> Lowering:
     def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         dtype = out_dtype(node)
-        return b.elementwise(name, lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype))
+        return _divide(lctx, node, name, lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype))
 
     return lower
 
@@ -298,19 +330,22 @@ def _div_mode(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     lhs, rhs = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
     mode = node.kwargs.get("rounding_mode")
     if mode == "floor":
-        return b.elementwise("floor_div", lhs, rhs)
-    quotient = b.elementwise("div", lhs, rhs)
+        return _divide(lctx, node, "floor_div", lhs, rhs)
+    quotient = _divide(lctx, node, "div", lhs, rhs)
     return b.elementwise("trunc", quotient) if dtype.is_floating_point else quotient
 
 
-@register(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
+@register(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar, check=fill_values_fit)
 def _where(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     dtype = out_dtype(node)
     cond = lctx.typed(node.args[0], torch.bool)
     return b.elementwise("select", cond, lctx.typed(node.args[1], dtype), lctx.typed(node.args[2], dtype))
 
 
-@register(aten.clamp.default, aten.clamp.Tensor, aten.clamp_min.default, aten.clamp_max.default, check=_no_bool_arith)
+@register(
+    aten.clamp.default, aten.clamp.Tensor, aten.clamp_min.default, aten.clamp_max.default,
+    check=all_checks(_no_bool_arith, fill_values_fit),
+)  # fmt: skip
 def _clamp(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     dtype = out_dtype(node)
     result = lctx.typed(node.args[0], dtype)

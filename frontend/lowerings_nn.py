@@ -43,6 +43,15 @@ def _reduction(name: str, cast_to_bool: bool = False):
     return lower
 
 
+def _nonempty_extremum(node: fx.Node) -> str | None:
+    """A max/min/argmax over a dim of size 0 has no value: eager raises (IndexError or
+    RuntimeError, by op), so the node runs eagerly, unless no output element asks."""
+    x = node_meta(node.args[0])
+    if x.numel() or not math.prod(out_shape(node)):
+        return None
+    return "an extremum over an empty dim (eager raises)"
+
+
 for _ops, _name, _bool in (
     ((aten.sum.dim_IntList, aten.sum.default), "reduce_sum", False),
     ((aten.prod.dim_int, aten.prod.default), "reduce_prod", False),
@@ -51,7 +60,8 @@ for _ops, _name, _bool in (
     ((aten.any.dim, aten.any.dims, aten.any.default), "reduce_any", True),
     ((aten.all.dim, aten.all.dims, aten.all.default), "reduce_all", True),
 ):
-    register(*_ops)(_reduction(_name, _bool))
+    check = _nonempty_extremum if _name in ("reduce_max", "reduce_min") else None
+    register(*_ops, check=check)(_reduction(_name, _bool))
 
 
 @register(aten.mean.dim, aten.mean.default)
@@ -104,11 +114,11 @@ def _arg_reduction(name: str):
     return lower
 
 
-register(aten.argmax.default)(_arg_reduction("argmax"))
-register(aten.argmin.default)(_arg_reduction("argmin"))
+register(aten.argmax.default, check=_nonempty_extremum)(_arg_reduction("argmax"))
+register(aten.argmin.default, check=_nonempty_extremum)(_arg_reduction("argmin"))
 
 
-@register(aten.max.dim, aten.min.dim)
+@register(aten.max.dim, aten.min.dim, check=_nonempty_extremum)
 def _max_min_dim(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value]:
     x = lctx.value(node.args[0])
     dim, keepdim = node.args[1], arg(node, 2, "keepdim", False)
@@ -237,6 +247,8 @@ def _addmm(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
     if alpha != 1:
         product = b.elementwise("mul", product, lctx.typed(alpha, dtype))
+    if beta == 0:  # as ATen: self is ignored, NaN or not
+        return product
     bias = lctx.typed(node.args[0], dtype)
     if beta != 1:
         bias = b.elementwise("mul", bias, lctx.typed(beta, dtype))

@@ -18,8 +18,9 @@ from mlir import ir
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.frontend.importer import LoweringContext, node_meta
-from mlirc.frontend.lowerings import arg, narrow_to_out, opmath_dtype, out_shape, register
+from mlirc.frontend.lowerings import all_checks, arg, fill_values_fit, narrow_to_out, opmath_dtype, out_shape, register
 from mlirc.frontend.lowerings_tensor import DENSE_SCATTER_LIMIT
+from mlirc.frontend.runtime_checks import check_index
 
 aten = torch.ops.aten
 REDUCES = frozenset({"sum", "prod", "mean", "amax", "amin"})
@@ -135,13 +136,14 @@ def dense_scatter(
 
 @register(
     aten.scatter.src, aten.scatter.value, aten.scatter.reduce, aten.scatter.value_reduce,
-    aten.scatter_add.default, aten.scatter_reduce.two, check=_scatter_check,
+    aten.scatter_add.default, aten.scatter_reduce.two, check=all_checks(_scatter_check, fill_values_fit),
 )  # fmt: skip
 def _scatter(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     dtype = opmath_dtype(node)
     x = _at_least_1d(lctx.typed(node.args[0], dtype))
     dim = node.args[1] % len(shapes.shape_of(x))
     index = _at_least_1d(lctx.typed(node.args[2], torch.int64))
+    check_index(lctx, node, index, shapes.shape_of(x)[dim], dim)
     source = node.args[3]
     src = lctx.typed(source, dtype)
     if not isinstance(source, fx.Node):  # scatter.value: one value everywhere
@@ -179,7 +181,40 @@ def _index_reduce(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     source_shape = list(shapes.shape_of(source))
     along = [1] * rank
     along[dim] = source_shape[dim]
-    index = b.broadcast(b.reshape(_at_least_1d(lctx.typed(node.args[2], torch.int64)), along), source_shape)
+    index = _at_least_1d(lctx.typed(node.args[2], torch.int64))
+    check_index(lctx, node, index, shapes.shape_of(x)[dim], dim)
+    index = b.broadcast(b.reshape(index, along), source_shape)
     include_self = bool(arg(node, 5, "include_self", True))
     scattered = dense_scatter(lctx, x, dim, index, source, node.args[4], include_self, dtype)
     return narrow_to_out(b.reshape(scattered, out_shape(node)), node)
+
+
+def _unpool_geometry(node: fx.Node) -> tuple[list[int], int, int]:
+    """(leading dims, input elements per plane, output elements per plane)."""
+    shape = list(node_meta(node.args[0]).shape)
+    spatial = len(node.args[2])
+    return shape[:-spatial], math.prod(shape[-spatial:]), math.prod(node.args[2])
+
+
+def _max_unpool_check(node: fx.Node) -> str | None:
+    lead, hw_in, hw_out = _unpool_geometry(node)
+    if math.prod(lead) * hw_in * hw_out > DENSE_SCATTER_LIMIT:
+        return f"an unpooling of {hw_in} into {hw_out} positions per plane (dense limit {DENSE_SCATTER_LIMIT})"
+    return None
+
+
+@register(aten.max_unpool2d.default, aten.max_unpool3d.default, check=_max_unpool_check)
+def _max_unpool(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """Each plane's values scattered to their indices in the plane.  Not PyTorch's
+    decomposition, which offsets the indices by plane and scatters into the whole
+    tensor: an index outside its plane would land in the next one, where eager
+    raises "Found an invalid max index"."""
+    dtype = opmath_dtype(node)
+    lead, hw_in, hw_out = _unpool_geometry(node)
+    planes = math.prod(lead)
+    values = b.reshape(lctx.typed(node.args[0], dtype), [planes, hw_in])
+    index = b.reshape(lctx.typed(node.args[1], torch.int64), [planes, hw_in])
+    check_index(lctx, node, index, hw_out, 1)
+    zeros = b.broadcast(lctx.typed(0, dtype), [planes, hw_out])
+    unpooled = dense_scatter(lctx, zeros, 1, index, values, None, True, dtype)
+    return narrow_to_out(b.reshape(unpooled, out_shape(node)), node)

@@ -19,6 +19,7 @@ from mlirc.dialects import shapes
 from mlirc.frontend.importer import LoweringContext, node_meta, result_dtype
 from mlirc.frontend.lowerings import arg, out_dtype, out_shape, register
 from mlirc.frontend.lowerings_tensor import DENSE_SCATTER_LIMIT
+from mlirc.frontend.runtime_checks import check_index
 
 aten = torch.ops.aten
 
@@ -78,6 +79,7 @@ def _searchsorted(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     if sorter is not None:  # the sequence in sorted order
         dim = len(shapes.shape_of(sequence)) - 1
         order = lctx.typed(sorter, torch.int64)
+        check_index(lctx, node, order, shapes.shape_of(sequence)[dim], dim)
         sequence = b.create("gather", [sequence, order], sequence.type, dim=dim)
     right = bool(node.kwargs.get("right", False)) or node.kwargs.get("side") == "right"
     values = lctx.typed(node.args[1], common)

@@ -12,7 +12,17 @@ from mlir import ir
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.frontend.importer import LoweringContext, node_meta
-from mlirc.frontend.lowerings import arg, narrow_to_out, opmath_dtype, out_dtype, out_shape, register
+from mlirc.frontend.lowerings import (
+    all_checks,
+    arg,
+    fill_values_fit,
+    narrow_to_out,
+    opmath_dtype,
+    out_dtype,
+    out_shape,
+    register,
+)
+from mlirc.frontend.runtime_checks import check_index
 
 aten = torch.ops.aten
 
@@ -106,7 +116,7 @@ def _pad_check(node: fx.Node) -> str | None:
     return "negative padding" if any(p < 0 for p in node.args[1]) else None
 
 
-@register(aten.constant_pad_nd.default, check=_pad_check)
+@register(aten.constant_pad_nd.default, check=all_checks(_pad_check, fill_values_fit))
 def _constant_pad(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     x = lctx.value(node.args[0])
     rank = len(shapes.shape_of(x))
@@ -129,6 +139,7 @@ def _index_select(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         x = b.reshape(x, [1])
     dim = node.args[1] % len(shapes.shape_of(x))
     index = b.reshape(_index_operand(lctx, node.args[2]), [node_meta(node.args[2]).numel()])
+    check_index(lctx, node, index, shapes.shape_of(x)[dim], dim)
     return b.reshape(_gather_along(x, dim, index), out_shape(node))
 
 
@@ -157,6 +168,7 @@ def _index(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     linear = None
     for d in positions:
         index = _index_operand(lctx, indices[d])
+        check_index(lctx, node, index, shape[d], d)
         size = lctx.typed(shape[d], torch.int64)
         wrapped = b.elementwise(
             "select", b.elementwise("lt", index, lctx.typed(0, torch.int64)), b.elementwise("add", index, size), index
@@ -260,6 +272,7 @@ def _index_put(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     linear = None
     for d in positions:
         index = _index_operand(lctx, indices[d])
+        check_index(lctx, node, index, shape[d], order[d])
         size = lctx.typed(shape[d], torch.int64)
         negative = b.elementwise("lt", index, lctx.typed(0, torch.int64))
         wrapped = b.elementwise("select", negative, b.elementwise("add", index, size), index)
@@ -370,6 +383,7 @@ def _embedding(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     weight = lctx.value(node.args[0])
     count = node_meta(node.args[1]).numel()
     index = b.reshape(_index_operand(lctx, node.args[1]), [count])
+    check_index(lctx, node, index, shapes.shape_of(weight)[0])
     rows_shape = (count, shapes.shape_of(weight)[1])
     rows = b.create("index_select", [weight, index], shapes.tensor_type(rows_shape, shapes.elem_of(weight)), dim=0)
     return b.reshape(rows, out_shape(node))
@@ -380,10 +394,13 @@ def _gather(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     x = lctx.value(node.args[0])
     dim = node.args[1] % max(len(shapes.shape_of(x)), 1)
     index = _index_operand(lctx, node.args[2])
+    check_index(lctx, node, index, (shapes.shape_of(x) or (1,))[dim], dim)
     return b.create("gather", [x, index], shapes.torch_tensor_type(out_shape(node), out_dtype(node)), dim=dim)
 
 
-@register(aten.full.default, aten.full_like.default, aten.scalar_tensor.default, aten.new_full.default)
+@register(
+    aten.full.default, aten.full_like.default, aten.scalar_tensor.default, aten.new_full.default, check=fill_values_fit
+)
 def _full(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     value = node.args[-1] if node.target != aten.new_full.default else node.args[2]
     if node.target == aten.scalar_tensor.default:

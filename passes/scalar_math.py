@@ -26,8 +26,9 @@ def const(elem: ir.Type, value: float | int) -> ir.Value:
 
 
 def _float_sign(x: ir.Value) -> ir.Value:
+    """ATen's (0 < x) - (x < 0): NaN and -0.0 give +0.0."""
     zero, one = const(x.type, 0), const(x.type, 1)
-    neg = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, zero), arith.negf(one), x)
+    neg = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, zero), arith.negf(one), zero)
     return arith.select(arith.cmpf(arith.CmpFPredicate.OGT, x, zero), one, neg)
 
 
@@ -48,9 +49,26 @@ def _float_remainder(a: ir.Value, b: ir.Value) -> ir.Value:
 
 
 def _safe_divisor(b: ir.Value) -> ir.Value:
-    """Integer division by zero traps on x86; torch raises instead. Divide by 1 there."""
-    is_zero = arith.cmpi(arith.CmpIPredicate.eq, b, const(b.type, 0))
-    return arith.select(is_zero, const(b.type, 1), b)
+    """x86 traps on a division by 0 and on INT_MIN / -1.  Divide by 1 there: a zero
+    divisor is eager's ZeroDivisionError, raised by a run-time check
+    (mlirc.frontend.runtime_checks), and the -1 cases are fixed by the callers."""
+    trapping = arith.ori(
+        arith.cmpi(arith.CmpIPredicate.eq, b, const(b.type, 0)),
+        arith.cmpi(arith.CmpIPredicate.eq, b, const(b.type, -1)),
+    )
+    return arith.select(trapping, const(b.type, 1), b)
+
+
+def _int_quotient(divide: Body) -> Body:
+    """a / -1 is -a, wrapping at INT_MIN as eager's does; a % -1 is 0, which the
+    division by 1 of `_safe_divisor` already gives."""
+
+    def body(a: ir.Value, b: ir.Value) -> ir.Value:
+        quotient = divide(a, _safe_divisor(b))
+        by_minus_one = arith.cmpi(arith.CmpIPredicate.eq, b, const(b.type, -1))
+        return arith.select(by_minus_one, arith.subi(const(a.type, 0), quotient), quotient)
+
+    return body
 
 
 def _int_remainder(a: ir.Value, b: ir.Value) -> ir.Value:
@@ -65,12 +83,13 @@ def _int_remainder(a: ir.Value, b: ir.Value) -> ir.Value:
 
 
 def _float_floor_div(a: ir.Value, b: ir.Value) -> ir.Value:
-    """torch's div_floor_floating: floor((a - fmod(a, b)) / b) with its corrections."""
+    """torch's div_floor_floating: floor((a - fmod(a, b)) / b) with its corrections.
+    Its `!= 0` tests are C++'s, true for NaN (UNE), so NaN and inf inputs give NaN."""
     mod = arith.remf(a, b)
     zero, one, half = const(a.type, 0), const(a.type, 1), const(a.type, 0.5)
     div = arith.divf(arith.subf(a, mod), b)
     adjust = arith.andi(
-        arith.cmpf(arith.CmpFPredicate.ONE, mod, zero),
+        arith.cmpf(arith.CmpFPredicate.UNE, mod, zero),
         arith.xori(arith.cmpf(arith.CmpFPredicate.OLT, b, zero), arith.cmpf(arith.CmpFPredicate.OLT, mod, zero)),
     )
     div = arith.select(adjust, arith.subf(div, one), div)
@@ -78,7 +97,7 @@ def _float_floor_div(a: ir.Value, b: ir.Value) -> ir.Value:
     floored = arith.select(
         arith.cmpf(arith.CmpFPredicate.OGT, arith.subf(div, floored), half), arith.addf(floored, one), floored
     )
-    nonzero = arith.cmpf(arith.CmpFPredicate.ONE, div, zero)
+    nonzero = arith.cmpf(arith.CmpFPredicate.UNE, div, zero)
     result = arith.select(nonzero, floored, math.copysign(zero, arith.divf(a, b)))
     return arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, b, zero), arith.divf(a, b), result)
 
@@ -152,8 +171,7 @@ INT_BODIES: dict[str, Body] = {
     "bitwise_not": lambda x: arith.xori(x, const(x.type, -1)),
     "logical_not": lambda x: arith.xori(x, const(x.type, 1)),
     "add": arith.addi, "sub": arith.subi, "mul": arith.muli,
-    "div": lambda a, b: arith.divsi(a, _safe_divisor(b)),
-    "floor_div": lambda a, b: arith.floordivsi(a, _safe_divisor(b)),
+    "div": _int_quotient(arith.divsi), "floor_div": _int_quotient(arith.floordivsi),
     "remainder": _int_remainder, "fmod": lambda a, b: arith.remsi(a, _safe_divisor(b)),
     "pow": math.ipowi, "maximum": arith.maxsi, "minimum": arith.minsi, "fmax": arith.maxsi, "fmin": arith.minsi,
     "signbit": lambda x: arith.cmpi(arith.CmpIPredicate.slt, x, const(x.type, 0)),

@@ -38,6 +38,11 @@ class GpuWrapperBuilder(WrapperBuilder):
     def prologue(self) -> None:
         self.lines.append("    stream = get_stream(device_index)")
 
+    def emit_check(self, flag: str, check) -> None:  # noqa: ANN001 - the base's signature
+        """A device-side assert: reading the flag would wait for the GPU, so the
+        error surfaces at the next synchronization, as eager's CUDA kernels report it."""
+        self.lines.append(f"    torch._assert_async({flag}, {(check.error + ': ' + check.message)!r})")
+
     def emit_kernel_call(self, callee: str, buffers: list[str]) -> None:
         gx, gy, gz = ir.DenseI64ArrayAttr(self.kernels[callee].attributes[GRID_ATTR])
         if gx * gy * gz == 0:

@@ -1,0 +1,195 @@
+"""Eager's answer or eager's exception: bad indices, integer division by zero,
+INT_MIN / -1, IEEE special values, empty extrema, overflowing fill values.
+
+Each case runs eagerly and compiled on the same inputs; both must raise the same
+exception type, or both return the same values.  Cases that raise must do so from
+compiled code (a run-time check), not because the op fell back to eager.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import wrapper_source
+
+import mlirc
+
+T = torch.tensor
+X = torch.randn(3, 4)
+
+
+def outcome(fn, *args):
+    try:
+        return fn(*args), None
+    except Exception as err:  # noqa: BLE001 - the type is what is compared
+        return None, err
+
+
+def assert_same_outcome(fn, *args):
+    expected, expected_error = outcome(fn, *args)
+    actual, actual_error = outcome(torch.compile(fn, backend="mlirc"), *args)
+    if expected_error is not None:
+        assert actual_error is not None, f"eager raised {expected_error!r}, mlirc returned {actual}"
+        assert type(actual_error) is type(expected_error), f"eager: {expected_error!r}\nmlirc: {actual_error!r}"
+    else:
+        assert actual_error is None, f"mlirc raised {actual_error!r}"
+        torch.testing.assert_close(actual, expected, equal_nan=True, rtol=0, atol=0)
+    return actual_error
+
+
+def unpool(p, i):
+    return F.max_unpool2d(p, i, 2)
+
+
+# (name, fn, args): an index outside what eager accepts, in every op that takes one.
+BAD_INDICES = [
+    ("index_select", lambda x, i: torch.index_select(x, 0, i), (X, T([3]))),
+    ("index_select_negative", lambda x, i: torch.index_select(x, 0, i), (X, T([-1]))),
+    ("gather", lambda x, i: torch.gather(x, 1, i), (X, T([[0], [4], [1]]))),
+    ("gather_negative", lambda x, i: torch.gather(x, 0, i), (X, T([[-1]]))),
+    ("getitem", lambda x, i: x[i], (X, T([3]))),
+    ("getitem_negative", lambda x, i: x[i], (X, T([1, -4]))),
+    ("getitem_2d", lambda x, i, j: x[i, j], (X, T([0]), T([5]))),  # not x[1, 1] of the flattened tensor
+    ("getitem_int32", lambda x, i: x[:, i], (X, T([4], dtype=torch.int32))),
+    ("embedding", lambda w, i: F.embedding(i, w), (X, T([[0, 3]]))),
+    ("embedding_negative", lambda w, i: F.embedding(i, w), (X, T([-1]))),
+    ("index_put", lambda x, i: x.index_put((i,), T(1.0)), (X, T([3]))),
+    ("index_put_accumulate", lambda x, i: x.index_put((i,), T(1.0), accumulate=True), (X, T([-4]))),
+    ("scatter", lambda x, i: x.scatter(0, i, 1.0), (X, T([[3]]))),
+    ("scatter_add", lambda x, i: x.scatter_add(1, i, x), (X, T([[0, 4]]))),
+    ("scatter_reduce", lambda x, i: x.scatter_reduce(0, i, x, "amax"), (X, T([[-1]]))),
+    ("index_add", lambda x, i: x.index_add(0, i, x[:1]), (X, T([3]))),
+    ("index_add_negative", lambda x, i: x.index_add(0, i, x[:1]), (X, T([-1]))),
+    ("index_copy", lambda x, i: x.index_copy(0, i, x[:1]), (X, T([-1]))),
+    ("index_fill", lambda x, i: x.index_fill(0, i, 1.0), (X, T([-4]))),
+    ("index_reduce", lambda x, i: x.index_reduce(0, i, x[:1], "amax"), (X, T([3]))),
+    ("take", lambda x, i: torch.take(x, i), (X, T([12]))),
+    ("take_negative", lambda x, i: torch.take(x, i), (X, T([-13]))),
+    ("nll_loss", lambda x, t: F.nll_loss(x, t), (X, T([0, 4, 1]))),
+    ("cross_entropy", lambda x, t: F.cross_entropy(x, t), (X, T([0, -1, 1]))),
+    (
+        "searchsorted_sorter",
+        lambda s, v, i: torch.searchsorted(s, v, sorter=i),
+        (T([3.0, 1, 2]), T([2.0]), T([1, 2, 5])),
+    ),
+    ("max_unpool_negative", unpool, (torch.randn(1, 2, 2, 2), T([[[[0, 1], [2, 15]], [[0, 1], [2, -1]]]]))),
+    ("max_unpool_next_plane", unpool, (torch.randn(1, 2, 2, 2), T([[[[0, 1], [2, 16]], [[0, 1], [2, 3]]]]))),
+]
+
+# Indices eager accepts, near the edges (negative ones wrap where eager wraps them).
+GOOD_INDICES = [
+    ("getitem_negative", lambda x, i: x[i], (X, T([-3, 2]))),
+    ("index_fill_negative", lambda x, i: x.index_fill(0, i, 1.0), (X, T([-1]))),
+    ("take_negative", lambda x, i: torch.take(x, i), (X, T([-12, 11]))),
+    ("nll_loss_ignore", lambda x, t: F.nll_loss(x, t), (X, T([0, -100, 3]))),
+    ("index_empty", lambda x, i: x[i], (X, T([], dtype=torch.int64))),
+]
+
+
+@pytest.mark.parametrize("name,fn,args", BAD_INDICES, ids=[c[0] for c in BAD_INDICES])
+def test_bad_index_raises_eager_error(name, fn, args):
+    assert assert_same_outcome(fn, *args) is not None
+    assert mlirc.stats().fallback_nodes == 0, mlirc.stats().summary()  # raised by compiled code
+
+
+@pytest.mark.parametrize("name,fn,args", GOOD_INDICES, ids=[c[0] for c in GOOD_INDICES])
+def test_edge_indices_match_eager(name, fn, args):
+    assert assert_same_outcome(fn, *args) is None
+
+
+def test_checks_are_left_out_where_indices_are_known(tmp_path):
+    """arange and clamp bound an index: no run-time check; an input index: one."""
+    x = torch.randn(5, 7)
+    known = wrapper_source(
+        lambda x, i: (x[torch.arange(5), i.clamp(0, 6)], x[1:4][torch.arange(3) - 3]), (x, T([9])), tmp_path
+    )
+    assert "raise" not in known
+    unknown = wrapper_source(lambda x, i: x[i], (x, T([1])), tmp_path / "b")
+    assert unknown.count("raise IndexError") == 1
+
+
+INTS = (torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+DIVISIONS = {
+    "floordiv": lambda a, b: a // b,
+    "remainder": lambda a, b: a % b,
+    "fmod": torch.fmod,
+    "trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+}
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("name", sorted(DIVISIONS))
+def test_integer_division(name, dtype):
+    """A zero divisor: eager's ZeroDivisionError; INT_MIN / -1: eager's wrapped values, no SIGFPE."""
+    op, info = DIVISIONS[name], torch.iinfo(dtype)
+    a = T([info.min, info.max, 7, -7, 0, info.min], dtype=dtype)
+    b = T([-1, -1, 2, -2, 3, 1], dtype=dtype)
+    if name == "trunc" and dtype in (torch.int32, torch.int64):
+        # eager's own trunc division traps (SIGFPE) on INT_MIN / -1; mlirc wraps, as floordiv does
+        assert torch.compile(op, backend="mlirc")(a, b).tolist() == [info.min, -info.max, 3, 3, 0, info.min]
+    else:
+        assert_same_outcome(op, a, b)
+    torch._dynamo.reset()
+    error = assert_same_outcome(op, a, T([1, 2, 0, 1, 1, 1], dtype=dtype))
+    assert error is not None and "ZeroDivisionError" in str(error)
+
+
+def test_integer_division_by_python_zero():
+    assert assert_same_outcome(lambda a: a // 0, T([1, 2])) is not None
+
+
+SPECIAL = T([float("nan"), float("inf"), -float("inf"), 7.0, -7.0, -0.0, 0.0, 1e-40, 3e38])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x // 3.0,
+        lambda x: torch.div(x, x.flip(0), rounding_mode="floor"),
+        lambda x: x // -0.0,
+        torch.sign,
+        lambda x: torch.remainder(x, 2.5),
+    ],
+)
+def test_float_special_values(fn):
+    assert_same_outcome(fn, SPECIAL.clone())
+
+
+@pytest.mark.parametrize(
+    "fn,x",
+    [
+        (lambda x: x.max(), torch.empty(0)),
+        (lambda x: x.min(), torch.empty(0)),
+        (lambda x: torch.max(x, 0), torch.empty(0, 3)),
+        (lambda x: x.amax(1) + 1, torch.empty(0, 3)),  # nothing asked: an empty result, as eager
+    ],
+)
+def test_empty_extrema(fn, x):
+    assert_same_outcome(fn, x)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.where(x > 0, x, 1e39),
+        lambda x: x.masked_fill(x > 0, -1e39),
+        lambda x: x.clamp(max=1e39),
+        lambda x: F.pad(x, (1, 1), value=1e39),
+        lambda x: x + 1e39,  # arithmetic does not check: inf
+        lambda x: torch.full_like(x, 1e39, dtype=torch.float64) + x,
+        lambda x: torch.where(x > 0, x.int(), 2**40),
+        lambda x: x.long() + 2**63,  # wraps, as eager
+        lambda x: x.int() * 2**40,
+        lambda x: x.to(torch.int8) + 300,
+    ],
+)
+def test_scalars_beyond_the_dtype(fn):
+    assert_same_outcome(fn, X * 10)
+
+
+def test_addmm_beta_zero_ignores_input():
+    bias = torch.full((3, 3), float("nan"))
+    assert_same_outcome(lambda i, a, b: torch.addmm(i, a, b, beta=0), bias, X, X.t().contiguous())
