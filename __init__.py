@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlirc.config import ConfigError, config  # validates the MLIRC_* variables once, at import
 from mlirc.errors import MlircError, PipelineError, UnsupportedOpError, VerificationError
 from mlirc.frontend.stats import CompileStats, explain, reset_stats, stats
 
@@ -34,10 +35,12 @@ _register_backend()
 
 __all__ = [
     "CompileStats",
+    "ConfigError",
     "MlircError",
     "PipelineError",
     "UnsupportedOpError",
     "VerificationError",
+    "config",
     "explain",
     "mlirc_backend",
     "reset_stats",

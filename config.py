@@ -1,4 +1,4 @@
-"""Run-time switches, read from the environment once and changeable from Python.
+"""Run-time switches, read from the environment once, at import, and changeable from Python.
 
 MLIRC_STRICT=1       raise instead of falling back to eager for unsupported ops / failed regions
 MLIRC_DUMP_DIR=path  write each stage's IR of every compiled region under this folder
@@ -19,41 +19,145 @@ MLIRC_SCRATCH_MB=n   CPU buffers that never reach a result are kept from call to
                      thread) while a compiled graph's total is at most n MiB (default 512; 0 = off)
 MLIRC_LLVM_OPT=n     LLVM's middle-end pipeline at -On over the CPU kernels before codegen
                      (default 3; 0 = codegen only, which is always -O3)
+MLIRC_CACHE_DIR=path where compiled GPU kernels and autotuning choices are kept (~/.cache/mlirc)
+
+A value outside what a variable allows is one ConfigError at import, naming the
+variable and what it allows: a typo must not silently change (or break) every compile.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
+
+from mlirc.errors import MlircError
 
 
-def _env_flag(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() not in ("0", "false", "no", "off", "")
+class ConfigError(MlircError):
+    """An MLIRC_* environment variable has a value it does not allow."""
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def _flag(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in _TRUE + _FALSE:
+        raise ValueError(text)
+    return value in _TRUE
+
+
+def _int_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text.strip())
+        if value < low or (high is not None and value > high):
+            raise ValueError(text)
+        return value
+
+    return parse
+
+
+def _one_of(*choices: int | str) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        value: int | str = text.strip()
+        if all(isinstance(c, int) for c in choices):
+            value = int(value)
+        if value not in choices:
+            raise ValueError(text)
+        return value
+
+    return parse
+
+
+def _power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def _gemm_tile(text: str) -> tuple[int, ...]:
+    values = tuple(int(v) for v in text.split(","))
+    if len(values) != 5 or not all(_power_of_two(v) for v in values[:4]) or values[4] < 1 or values[3] > 32:
+        raise ValueError(text)
+    return values
+
+
+def _path(text: str) -> str | None:
+    return text or None
+
+
+@dataclass(frozen=True)
+class Setting:
+    env: str
+    parse: Callable[[str], Any]
+    allowed: str  # what the error message says the variable takes
+    default: Any
+
+
+SETTINGS: dict[str, Setting] = {
+    "strict": Setting("MLIRC_STRICT", _flag, "a flag: 1/0, true/false, yes/no, on/off", False),
+    "dump_dir": Setting("MLIRC_DUMP_DIR", _path, "a folder", None),
+    "vectorize": Setting("MLIRC_VECTORIZE", _flag, "a flag: 1/0, true/false, yes/no, on/off", True),
+    "library_gemm": Setting("MLIRC_LIBRARY_GEMM", _flag, "a flag: 1/0, true/false, yes/no, on/off", True),
+    "vector_bytes": Setting("MLIRC_VECTOR_BYTES", _one_of(0, 16, 32, 64), "0 (the host's), 16, 32 or 64", 0),
+    "gpu_gemm": Setting("MLIRC_GPU_GEMM", _one_of("auto", "generated", "extern"), "auto, generated or extern", "auto"),
+    "gpu_gemm_tile": Setting(
+        "MLIRC_GPU_GEMM_TILE",
+        _gemm_tile,
+        "BM,BN,BK,warps,stages: powers of two for the first four (warps at most 32), stages >= 1",
+        None,
+    ),
+    "cpu_gemm": Setting("MLIRC_CPU_GEMM", _one_of("auto", "blas", "onednn"), "auto, blas or onednn", "auto"),
+    "cpu_half": Setting("MLIRC_CPU_HALF", _flag, "a flag: 1/0, true/false, yes/no, on/off", False),
+    "parallel_min_kib": Setting("MLIRC_PARALLEL_MIN_KIB", _int_in(-1), "an integer >= -1 (-1: never)", 128),
+    "llvm_opt": Setting("MLIRC_LLVM_OPT", _int_in(0, 3), "0, 1, 2 or 3", 3),
+    "scratch_mb": Setting("MLIRC_SCRATCH_MB", _int_in(0), "an integer >= 0 (0: off)", 512),
+    "cache_dir": Setting("MLIRC_CACHE_DIR", _path, "a folder", None),
+}
+# Variables that are not settings of the library (the test suite's own).
+OTHER_VARIABLES = frozenset({"MLIRC_SKIP_OPINFO"})
+
+
+def read_setting(name: str, environ: dict[str, str] | os._Environ = os.environ) -> Any:
+    """The value of setting `name` in `environ`, or a ConfigError naming the variable."""
+    setting = SETTINGS[name]
+    text = environ.get(setting.env)
+    if text is None:
+        return setting.default
+    try:
+        return setting.parse(text)
+    except ValueError:
+        raise ConfigError(f"mlirc: {setting.env}={text!r} is not valid; it takes {setting.allowed}") from None
+
+
+def _warn_unknown(environ: dict[str, str] | os._Environ) -> None:
+    known = {s.env for s in SETTINGS.values()} | OTHER_VARIABLES
+    unknown = sorted(name for name in environ if name.startswith("MLIRC_") and name not in known)
+    if unknown:
+        warnings.warn(
+            f"mlirc: unknown environment variable(s) {', '.join(unknown)}; mlirc reads {', '.join(sorted(known))}",
+            stacklevel=3,
+        )
 
 
 @dataclass
 class Config:
-    strict: bool = field(default_factory=lambda: _env_flag("MLIRC_STRICT", False))
-    dump_dir: str | None = field(default_factory=lambda: os.environ.get("MLIRC_DUMP_DIR"))
-    vectorize: bool = field(default_factory=lambda: _env_flag("MLIRC_VECTORIZE", True))
-    library_gemm: bool = field(default_factory=lambda: _env_flag("MLIRC_LIBRARY_GEMM", True))
-    vector_bytes: int = field(default_factory=lambda: int(os.environ.get("MLIRC_VECTOR_BYTES", "0")))
-    gpu_gemm: str = field(default_factory=lambda: os.environ.get("MLIRC_GPU_GEMM", "auto"))
-    gpu_gemm_tile: tuple[int, ...] | None = field(
-        default_factory=lambda: (
-            tuple(int(v) for v in os.environ["MLIRC_GPU_GEMM_TILE"].split(","))
-            if os.environ.get("MLIRC_GPU_GEMM_TILE")
-            else None
-        )
-    )
-    cpu_gemm: str = field(default_factory=lambda: os.environ.get("MLIRC_CPU_GEMM", "auto"))
-    cpu_half: bool = field(default_factory=lambda: _env_flag("MLIRC_CPU_HALF", False))
-    parallel_min_kib: int = field(default_factory=lambda: int(os.environ.get("MLIRC_PARALLEL_MIN_KIB", "128")))
-    llvm_opt: int = field(default_factory=lambda: int(os.environ.get("MLIRC_LLVM_OPT", "3")))
-    scratch_mb: int = field(default_factory=lambda: int(os.environ.get("MLIRC_SCRATCH_MB", "512")))
+    strict: bool = field(default_factory=lambda: read_setting("strict"))
+    dump_dir: str | None = field(default_factory=lambda: read_setting("dump_dir"))
+    vectorize: bool = field(default_factory=lambda: read_setting("vectorize"))
+    library_gemm: bool = field(default_factory=lambda: read_setting("library_gemm"))
+    vector_bytes: int = field(default_factory=lambda: read_setting("vector_bytes"))
+    gpu_gemm: str = field(default_factory=lambda: read_setting("gpu_gemm"))
+    gpu_gemm_tile: tuple[int, ...] | None = field(default_factory=lambda: read_setting("gpu_gemm_tile"))
+    cpu_gemm: str = field(default_factory=lambda: read_setting("cpu_gemm"))
+    cpu_half: bool = field(default_factory=lambda: read_setting("cpu_half"))
+    parallel_min_kib: int = field(default_factory=lambda: read_setting("parallel_min_kib"))
+    llvm_opt: int = field(default_factory=lambda: read_setting("llvm_opt"))
+    scratch_mb: int = field(default_factory=lambda: read_setting("scratch_mb"))
+    cache_dir: str | None = field(default_factory=lambda: read_setting("cache_dir"))
 
 
+_warn_unknown(os.environ)
 config = Config()

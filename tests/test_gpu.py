@@ -174,7 +174,7 @@ def test_generated_gemm_honours_tf32(monkeypatch):
 
 
 def test_max_autotune_times_gemm_variants_and_caches_the_choice(tmp_path, monkeypatch):
-    monkeypatch.setenv("MLIRC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path))
     model = nn.Sequential(nn.Linear(96, 160), nn.GELU()).cuda().to(torch.bfloat16).eval()
     x = cuda(4, 37, 96, dtype=torch.bfloat16)
     with torch.no_grad():

@@ -68,7 +68,7 @@ def _kernels_ir(fn, args, tmp_path) -> list[str]:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_ttir_compiles_for_sm90(case, tmp_path, monkeypatch):
-    monkeypatch.setenv("MLIRC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
     fn, spec = CASES[case]
     texts = _kernels_ir(fn, _inputs(spec), tmp_path)
     assert texts
@@ -99,7 +99,7 @@ GEMMS = {  # fn, input shapes, dtype: generated tt.dot kernels (MLIRC_GPU_GEMM=g
 
 @pytest.mark.parametrize("case", sorted(GEMMS))
 def test_gemm_lowers_to_tt_dot(case, tmp_path, monkeypatch):
-    monkeypatch.setenv("MLIRC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
     monkeypatch.setattr(config, "gpu_gemm", "generated")
     fn, shapes, dtype = GEMMS[case]
     (text,) = _kernels_ir(fn, [torch.randn(s, dtype=dtype) for s in shapes], tmp_path)
@@ -121,7 +121,7 @@ def test_gemm_lowers_to_tt_dot(case, tmp_path, monkeypatch):
 
 def test_transpose_kernel_is_a_copy(tmp_path, monkeypatch):
     """A transpose that no GEMM reads is computed, not taken for a view."""
-    monkeypatch.setenv("MLIRC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
     texts = _kernels_ir(lambda x: x.transpose(0, 1).contiguous() * 1, [torch.randn(5, 7, 3)], tmp_path)
     with make_context():
         module = ir.Module.parse(texts[0])
@@ -134,7 +134,7 @@ def test_transpose_kernel_is_a_copy(tmp_path, monkeypatch):
 def test_row_group_reads_each_input_once(rows, tmp_path, monkeypatch):
     """Layer norm's row group loads x once (not once per member), keeps its weight and
     bias in L2, and needs no mask along rows that fill the block exactly."""
-    monkeypatch.setenv("MLIRC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
     args = [torch.randn(rows, 256), torch.randn(256), torch.randn(256)]
     texts = _kernels_ir(lambda x, w, b: F.layer_norm(x, (256,), w, b), args, tmp_path)
     with make_context():

@@ -18,6 +18,7 @@ from pathlib import Path
 from mlir import ir
 from mlir.dialects import func
 
+from mlirc.config import config
 from mlirc.errors import PipelineError
 from mlirc.passes.gpu_lower_to_tt import GRID_ATTR, STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
 
@@ -36,8 +37,7 @@ class TritonKernel:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("MLIRC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "mlirc")
-    return Path(root)
+    return Path(config.cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "mlirc"))
 
 
 def triton_kernels(module: ir.Module) -> list[TritonKernel]:

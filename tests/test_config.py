@@ -1,0 +1,68 @@
+"""MLIRC_* variables are validated once, at import: a bad value is one clear error
+naming the variable and what it takes, never a crash or a silent default."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from mlirc.config import SETTINGS, ConfigError, read_setting
+
+BAD = {
+    "strict": "maybe",
+    "vectorize": "banana",
+    "library_gemm": "2",
+    "cpu_half": "yes please",
+    "vector_bytes": "-32",
+    "gpu_gemm": "nope",
+    "gpu_gemm_tile": "128,128,64",
+    "cpu_gemm": "mkl",
+    "parallel_min_kib": "-2",
+    "llvm_opt": "4",
+    "scratch_mb": "lots",
+}
+GOOD = {
+    "strict": ("On", True),
+    "vectorize": ("0", False),
+    "vector_bytes": ("32", 32),
+    "gpu_gemm_tile": ("128,64,32,4,3", (128, 64, 32, 4, 3)),
+    "parallel_min_kib": ("-1", -1),
+    "scratch_mb": ("0", 0),
+    "dump_dir": ("/tmp/x", "/tmp/x"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_value_names_the_variable(name):
+    env = SETTINGS[name].env
+    with pytest.raises(ConfigError) as info:
+        read_setting(name, {env: BAD[name]})
+    message = str(info.value)
+    assert env in message and repr(BAD[name]) in message and SETTINGS[name].allowed in message
+
+
+@pytest.mark.parametrize("name", sorted(GOOD))
+def test_good_values(name):
+    text, value = GOOD[name]
+    assert read_setting(name, {SETTINGS[name].env: text}) == value
+
+
+def test_defaults():
+    assert all(read_setting(name, {}) == setting.default for name, setting in SETTINGS.items())
+
+
+def test_import_fails_once_with_the_variable():
+    env = {"MLIRC_VECTOR_BYTES": "-32", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", "import mlirc"], env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert "ConfigError: mlirc: MLIRC_VECTOR_BYTES='-32' is not valid" in done.stderr
+
+
+def test_unknown_variable_warns():
+    env = {"MLIRC_STRCT": "1", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-W", "always", "-c", "import mlirc"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "MLIRC_STRCT" in done.stderr
