@@ -43,12 +43,16 @@ CASES = {
     "bool_mask": (lambda x: torch.where(x > 0, x, 0.5 * x).sum(-1) + (x > 1).sum(-1), [(6, 40)]),
     "int64": (lambda x: (x * 3) // 2 + x.amax(-1, keepdim=True), "int64"),
     "embedding": (lambda w, i: F.embedding(i, w) * 2, "embedding"),
+    "cascade_sums": (lambda x: x.sum() + x.sum(0).sum() + x.mean(1).sum(), [(4099, 7)]),  # mlirc-split-reductions
+    "int_division": (lambda a, b: a // b + a % b + torch.fmod(a, b), "int64_pair"),  # a divisor check
 }
 
 
 def _inputs(spec):
     if spec == "int64":
         return [torch.randint(-50, 50, (11, 13))]
+    if spec == "int64_pair":
+        return [torch.randint(-50, 50, (11, 13)), torch.randint(1, 9, (13,))]
     if spec == "embedding":
         return [torch.randn(50, 16), torch.randint(0, 50, (4, 7))]
     return [torch.randn(s) for s in spec]

@@ -1,0 +1,46 @@
+// RUN: mlirc-opt %s --split-input-file -p mlirc-split-reductions | FileCheck %s
+
+// A long float sum is a sum of chunk sums plus the leftover's sum: a contiguous dim
+// in chunks of 512, any other dim in chunks of 16; short sums and integer sums
+// stay as they are.
+
+// CHECK-LABEL: func.func @main
+// 5000 = 9 x 512 + 392
+// CHECK: %[[HEAD:.*]] = "mlirc.slice"(%arg0) {starts = array<i64: 0>, {{.*}}} : (tensor<5000xf32>) -> tensor<4608xf32>
+// CHECK: %[[CHUNKS:.*]] = "mlirc.reshape"(%[[HEAD]]) : (tensor<4608xf32>) -> tensor<9x512xf32>
+// CHECK: %[[SUMS:.*]] = "mlirc.reduce_sum"(%[[CHUNKS]]) {dims = array<i64: 1>, keepdim = false} : (tensor<9x512xf32>) -> tensor<9xf32>
+// CHECK: %[[TOTAL:.*]] = "mlirc.reduce_sum"(%[[SUMS]]) {dims = array<i64: 0>, keepdim = true}
+// CHECK: %[[REST:.*]] = "mlirc.slice"(%arg0) {starts = array<i64: 4608>, {{.*}} -> tensor<392xf32>
+// CHECK: %[[RSUM:.*]] = "mlirc.reduce_sum"(%[[REST]])
+// CHECK: %[[SUM:.*]] = "mlirc.add"(%[[TOTAL]], %[[RSUM]])
+// CHECK: %[[R0:.*]] = "mlirc.reshape"(%[[SUM]]) : (tensor<1xf32>) -> tensor<f32>
+// A column sum over 300 rows: 18 chunks of 16 rows, then 12 rows.
+// CHECK: "mlirc.reshape"(%{{.*}}) : (tensor<288x7xf64>) -> tensor<18x16x7xf64>
+// CHECK: "mlirc.reduce_sum"(%{{.*}}) {dims = array<i64: 1>, keepdim = false} : (tensor<18x16x7xf64>) -> tensor<18x7xf64>
+// CHECK: "mlirc.slice"(%arg1) {starts = array<i64: 288, 0>, {{.*}} -> tensor<12x7xf64>
+// CHECK: %[[R1:.*]] = "mlirc.reshape"(%{{.*}}) : (tensor<1x7xf64>) -> tensor<7xf64>
+// CHECK: %[[R2:.*]] = "mlirc.reduce_sum"(%arg2) {dims = array<i64: 1>, keepdim = false} : (tensor<2x1024xf32>) -> tensor<2xf32>
+// CHECK: %[[R3:.*]] = "mlirc.reduce_sum"(%arg3) {dims = array<i64: 0>, keepdim = false} : (tensor<5000xi64>) -> tensor<i64>
+// CHECK: return %[[R0]], %[[R1]], %[[R2]], %[[R3]]
+func.func @main(%a: tensor<5000xf32>, %b: tensor<300x7xf64>, %c: tensor<2x1024xf32>, %d: tensor<5000xi64>)
+    -> (tensor<f32>, tensor<7xf64>, tensor<2xf32>, tensor<i64>) attributes {mlirc.entry} {
+  %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 0>, keepdim = false} : (tensor<5000xf32>) -> tensor<f32>
+  %1 = "mlirc.reduce_sum"(%b) {dims = array<i64: 0>, keepdim = false} : (tensor<300x7xf64>) -> tensor<7xf64>
+  %2 = "mlirc.reduce_sum"(%c) {dims = array<i64: 1>, keepdim = false} : (tensor<2x1024xf32>) -> tensor<2xf32>
+  %3 = "mlirc.reduce_sum"(%d) {dims = array<i64: 0>, keepdim = false} : (tensor<5000xi64>) -> tensor<i64>
+  return %0, %1, %2, %3 : tensor<f32>, tensor<7xf64>, tensor<2xf32>, tensor<i64>
+}
+
+// -----
+
+// Adjacent reduced dims merge first (a whole-tensor sum is one long dim); the
+// result keeps the op's kept dims.
+// CHECK-LABEL: func.func @whole
+// CHECK: "mlirc.reshape"(%arg0) : (tensor<64x300xf32>) -> tensor<19200xf32>
+// CHECK: "mlirc.slice"(%{{.*}}) {{.*}} : (tensor<19200xf32>) -> tensor<18944xf32>
+// CHECK: "mlirc.reshape"(%{{.*}}) : (tensor<18944xf32>) -> tensor<37x512xf32>
+// CHECK: -> tensor<1x1xf32>
+func.func @whole(%a: tensor<64x300xf32>) -> tensor<1x1xf32> attributes {mlirc.entry} {
+  %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 0, 1>, keepdim = true} : (tensor<64x300xf32>) -> tensor<1x1xf32>
+  return %0 : tensor<1x1xf32>
+}
