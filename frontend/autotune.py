@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 from collections.abc import Callable, Iterator
 
 import torch
 import torch.fx as fx
 
+from mlirc.backends import disk_cache
 from mlirc.backends.gpu.compiler import cache_dir
 from mlirc.config import config
 from mlirc.frontend.importer import node_meta
@@ -92,13 +92,14 @@ def autotune_region(gm: fx.GraphModule, device: torch.device, compile_variant: C
 
 def _autotune(gm: fx.GraphModule, device: torch.device, compile_variant: Callable) -> object:
     inputs = example_inputs(gm, device)
-    path = cache_dir() / "autotune" / f"{cache_key(gm, inputs, device)}.json"
+    key = cache_key(gm, inputs, device)
+    path = cache_dir() / "autotune" / f"{key}.json"
     names = [name for name, _ in VARIANTS]
-    if path.exists():
-        chosen = json.loads(path.read_text()).get("variant")
-        if chosen in names:
-            with overrides(VARIANTS[names.index(chosen)][1]):
-                return compile_variant()
+    cached = disk_cache.read_json(path, key)
+    chosen = cached.get("variant") if isinstance(cached, dict) else None
+    if chosen in names:
+        with overrides(VARIANTS[names.index(chosen)][1]):
+            return compile_variant()
     best, best_ms, timings = None, float("inf"), {}
     for name, fields in VARIANTS:
         with overrides(fields):
@@ -109,6 +110,5 @@ def _autotune(gm: fx.GraphModule, device: torch.device, compile_variant: Callabl
         if timings[name] < best_ms:
             best, best_ms, chosen = region, timings[name], name
     log.info("mlirc max-autotune: %s (ms: %s)", chosen, timings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"variant": chosen, "ms": timings}))
+    disk_cache.write_json(path, key, {"variant": chosen, "ms": timings})
     return best

@@ -18,6 +18,7 @@ from pathlib import Path
 from mlir import ir
 from mlir.dialects import func
 
+from mlirc.backends import disk_cache
 from mlirc.config import config
 from mlirc.errors import PipelineError
 from mlirc.passes.gpu_lower_to_tt import GRID_ATTR, STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
@@ -62,14 +63,10 @@ def triton_kernels(module: ir.Module) -> list[TritonKernel]:
 
 
 def ttir_file(kernel: TritonKernel) -> Path:
+    """The kernel's TTIR as a file for triton.compile, named by its hash and checked
+    to hold exactly that text (a swapped, empty or truncated file is rewritten)."""
     digest = hashlib.sha256(kernel.ttir.encode()).hexdigest()[:32]
-    path = cache_dir() / "ttir" / f"{kernel.name}-{digest}.ttir"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(kernel.ttir)
-        tmp.replace(path)  # atomic: concurrent compiles never read half a file
-    return path
+    return disk_cache.text_file(cache_dir() / "ttir" / f"{kernel.name}-{digest}.ttir", kernel.ttir)
 
 
 def compile_ttir(kernel: TritonKernel, target: object):
