@@ -21,6 +21,7 @@ from mlir.dialects import func
 from mlirc.dialects import builders, shapes
 from mlirc.dialects.mlirc_dialect import make_context
 from mlirc.dialects.runtime_checks import CHECKS_ATTR, RuntimeCheck, encode
+from mlirc.dialects.verifier import verify_ops
 from mlirc.errors import UnsupportedOpError, VerificationError
 
 log = logging.getLogger(__name__)
@@ -195,6 +196,9 @@ class FxImporter:
                 module.operation.verify()
             except ir.MLIRError as err:
                 raise VerificationError(f"imported module does not verify: {err}") from err
+            problems = verify_ops(module.operation)
+            if problems:
+                raise VerificationError("imported module does not verify:\n" + "\n".join(problems))
         return module
 
     def _lower_node(self, node: fx.Node, lctx: LoweringContext, table: dict) -> Any:

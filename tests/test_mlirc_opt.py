@@ -24,3 +24,27 @@ def test_malformed_ir_is_a_diagnostic():
 def test_unknown_pass_is_a_diagnostic():
     out = run("-", "-p", "no-such-pass", stdin="module {}")
     assert out.returncode != 0 and "Traceback" not in out.stderr
+
+
+def test_parser_assertion_is_a_diagnostic():
+    """MLIR's parser aborts on this (an assertion in getIntOrFloatBitWidth): the
+    child process dies, mlirc-opt reports it and exits 1."""
+    text = 'func.func @f() {\n  "test.op"() {a = array<index: 1>} : () -> ()\n  return\n}\n'
+    out = run("-", stdin=text)
+    assert out.returncode == 1, out
+    assert "-:1:1: error: MLIR crashed (SIGABRT)" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_split_input_keeps_going_after_a_crash():
+    bad = 'func.func @f() {\n  "test.op"() {a = array<index: 1>} : () -> ()\n  return\n}\n'
+    good = "func.func @g() {\n  return\n}\n"
+    out = run("-", "--split-input-file", stdin=bad + "// -----\n" + good)
+    assert out.returncode == 1 and "@g" in out.stdout and "MLIR crashed" in out.stderr
+
+
+def test_mutated_lit_inputs():
+    """A fixed-seed sample of tests/fuzz_mlirc_opt.py (its own CLI runs 1,000)."""
+    from fuzz_mlirc_opt import fuzz
+
+    report = fuzz(count=150, seed=2026)
+    assert report.runs == 150 and not report.failures, "\n".join(report.failures)

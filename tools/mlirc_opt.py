@@ -3,18 +3,29 @@
 mlirc-opt input.mlir -p mlirc-lower-to-linalg --print-ir-after-all
 mlirc-opt --pass-pipeline='builtin.module(mlirc-stage-linalg)' input.mlir
 mlirc-opt --list-passes
+
+Each input (each split of one, with --split-input-file) is parsed, verified and run
+in a forked child: MLIR's parser asserts on some malformed inputs instead of
+diagnosing them, and mlirc-opt must still end with a located error and exit 1.
+The mlirc dialect's own rules (dims in range, stride lengths) are checked after
+parsing (mlirc.dialects.verifier).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import pickle
 import re
+import signal
 import sys
+from collections.abc import Callable
 
 from mlir import ir
 
 from mlirc.dialects import make_context, tt
 from mlirc.dialects.mlirc_dialect import irdl_source
+from mlirc.dialects.verifier import verify_ops
 from mlirc.errors import MlircError
 from mlirc.passes import PASSES
 from mlirc.passes.registry import build_pass_manager, split_pipeline
@@ -36,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--list-passes", action="store_true")
     p.add_argument("--print-dialect", action="store_true", help="print the mlirc dialect's IRDL definition")
     p.add_argument("--mlir-print-generic", action="store_true", help="print ops in generic form")
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="do not fork a child per input (for a debugger; a crash then kills it)",
+    )
+    p.add_argument("--timeout", type=int, default=0, help="give up on an input after this many seconds (0: never)")
     return p
 
 
@@ -83,19 +100,77 @@ def _process(chunk: str, elements: list[str], args: argparse.Namespace, errors: 
         try:
             module = ir.Module.parse(chunk)
             _reject_unknown_ops(module.operation)
+            problems = verify_ops(module.operation)
+            if problems:
+                raise ValueError("\n".join(problems))
             if elements:
                 pm = build_pass_manager(elements, context)
                 if args.print_ir_after_all:
                     pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
                 pm.run(module.operation)
             module.operation.verify()
-        except (ir.MLIRError, MlircError, ValueError, RuntimeError) as err:
-            text = "\n".join(diagnostics) or str(err)
-            if str(err) and str(err) not in text and not diagnostics:
-                text = str(err)
+        except Exception as err:  # a diagnostic, never a traceback
+            known = isinstance(err, (ir.MLIRError, MlircError, ValueError, RuntimeError))
+            message = str(err) if known else f"internal error: {type(err).__name__}: {err}"
+            text = "\n".join(diagnostics) or message
+            if message and message not in text and not diagnostics:
+                text = message
             errors.append(_located(text, args.input, args.line_offset))
             return None
         return module.operation.get_asm(print_generic_op_form=args.mlir_print_generic)
+
+
+def _in_child(work: Callable[[], object], timeout: int = 0) -> tuple[object, str | None]:
+    """work()'s result, computed in a forked child: MLIR's parser asserts (aborts the
+    process) on some malformed inputs it does not diagnose, and that must end in a
+    diagnostic, not a dead mlirc-opt.  Returns (result, None), or (None, the signal
+    that killed the child)."""
+    if not hasattr(os, "fork"):
+        return work(), None
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: send back the pickled result, never return into the caller
+        os.close(read_end)
+        signal.alarm(timeout)  # SIGALRM ends a child that runs too long (0: no limit)
+        code = 0
+        try:
+            with os.fdopen(write_end, "wb") as pipe:
+                pickle.dump(work(), pipe)
+        except BaseException:  # noqa: BLE001 - reported by the parent as a missing result
+            code = 70
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return None, signal.Signals(os.WTERMSIG(status)).name
+    if not data:
+        return None, f"exit status {os.waitstatus_to_exitcode(status)}"
+    return pickle.loads(data), None
+
+
+def _process_isolated(chunk: str, elements: list[str], args: argparse.Namespace, errors: list[str]) -> str | None:
+    def work() -> tuple[str | None, list[str]]:
+        found: list[str] = []
+        return _process(chunk, elements, args, found), found
+
+    result, crash = _in_child(work, args.timeout) if not args.in_process else (work(), None)
+    if crash == "SIGALRM":
+        errors.append(f"{args.input}:{args.line_offset + 1}:1: error: gave up after --timeout {args.timeout} s")
+        return None
+    if crash is not None:
+        errors.append(
+            f"{args.input}:{args.line_offset + 1}:1: error: MLIR crashed ({crash}) on this input: it is malformed"
+            " in a way MLIR's parser or a pass does not diagnose"
+        )
+        return None
+    out, found = result  # type: ignore[misc]
+    errors.extend(found)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     args.line_offset = 0
     for chunk in chunks:
         chunk_errors: list[str] = []
-        out = _process(chunk, elements, args, chunk_errors)
+        out = _process_isolated(chunk, elements, args, chunk_errors)
         if out is not None:
             outputs.append(out)
         errors.extend(chunk_errors)

@@ -1,0 +1,58 @@
+// RUN: %not mlirc-opt %s --split-input-file 2>&1 | FileCheck %s
+
+// The dialect verifier checks what IRDL cannot: attributes in range and of the
+// right length, and result shapes that follow from them.
+
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.reduce_sum' op dims [0, 0] repeat a dim
+func.func @f(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 0, 0>, keepdim = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.reduce_max' op dims [2] out of range for rank 2
+func.func @f(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  %0 = "mlirc.reduce_max"(%a) {dims = array<i64: 2>, keepdim = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.conv2d' op attribute 'stride' needs 2 entries (height, width), got [2]
+func.func @f(%x: tensor<1x4x9x9xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x6x5x4xf32> {
+  %0 = "mlirc.conv2d"(%x, %w) {stride = array<i64: 2>, padding = array<i64: 1, 0>, dilation = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x9x9xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x5x4xf32>
+  return %0 : tensor<1x6x5x4xf32>
+}
+
+// -----
+
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.permute' op perm [0, 0] is not a permutation of 2 dims
+func.func @f(%a: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  %0 = "mlirc.permute"(%a) {perm = array<i64: 0, 0>} : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.slice' op dim 0: 3 elements from 1 every 2 run past its size 5
+func.func @f(%a: tensor<5xf32>) -> tensor<3xf32> {
+  %0 = "mlirc.slice"(%a) {starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<5xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.add' op result shape [4, 8] but the operands give [4, 7]
+func.func @f(%a: tensor<4x7xf32>, %b: tensor<7xf32>) -> tensor<4x8xf32> {
+  %0 = "mlirc.add"(%a, %b) : (tensor<4x7xf32>, tensor<7xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.reduce_sum' op attribute 'dims' must be an array<i64: ...>
+func.func @f(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  %0 = "mlirc.reduce_sum"(%a) {dims = 1 : i64, keepdim = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
