@@ -353,10 +353,14 @@ def _clamp(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         low, high = None, node.args[1]
     else:
         low, high = arg(node, 1, "min"), arg(node, 2, "max")
+    # As ATen's clamp: x unless strictly beyond a bound, so a NaN x and a tie with a
+    # bound (zeros of either sign) keep x.
     if low is not None:
-        result = b.elementwise("maximum", result, lctx.typed(low, dtype))
+        low = lctx.typed(low, dtype)
+        result = b.elementwise("select", b.elementwise("lt", result, low), low, result)
     if high is not None:
-        result = b.elementwise("minimum", result, lctx.typed(high, dtype))
+        high = lctx.typed(high, dtype)
+        result = b.elementwise("select", b.elementwise("gt", result, high), high, result)
     return result
 
 

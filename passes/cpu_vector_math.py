@@ -52,8 +52,6 @@ SLEEF_FUNCTIONS: dict[str, tuple[str, str]] = {
     "math.asin": ("asin", "u10"),
     "math.acos": ("acos", "u10"),
     "math.atan": ("atan", "u10"),
-    "math.asinh": ("asinh", "u10"),
-    "math.acosh": ("acosh", "u10"),
     "math.atanh": ("atanh", "u10"),
     "math.erf": ("erf", "u10"),
     "math.erfc": ("erfc", "u15"),

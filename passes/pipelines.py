@@ -67,7 +67,9 @@ CPU_TO_LLVM = [
     # Every expansion but fma's and powf's: the vector erf's Horner steps are fused
     # multiply-adds on purpose (as ATen's are), and x86 has them; powf's exp(y log x)
     # gives NaN for 0 ** 0 where libm's pow gives 1.
-    "math-expand-ops{ops=ctlz,sinh,cosh,tan,tanh,asinh,acosh,atanh,ceil,exp2,fpowi,round,roundeven,rsqrt}",
+    # Not ceil: its expansion loses the sign of a zero (ceil(-0.5) is -0.0); LLVM's
+    # intrinsic is one instruction.
+    "math-expand-ops{ops=ctlz,sinh,cosh,tan,tanh,atanh,exp2,fpowi,round,roundeven,rsqrt}",
     "convert-math-to-funcs",
     "convert-math-to-llvm",
     # libm calls for what LLVM has no intrinsic for; it scalarizes vector math with

@@ -102,6 +102,51 @@ def _float_floor_div(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, b, zero), arith.divf(a, b), result)
 
 
+def _extremum(beyond: str, ties_to_first: bool, ignore_nan: bool = False) -> Body:
+    """ATen's maximum/minimum family (`beyond`: OGT for max, OLT for min).  Of two
+    equal values (zeros of either sign) maximum/minimum return the second operand
+    (their vector code is vmaxps a, b), fmax/fmin and relu the first.  A NaN
+    operand is the result, or with `ignore_nan` (fmax, fmin) loses to the other."""
+    predicate = getattr(arith.CmpFPredicate, beyond)
+
+    def body(a: ir.Value, b: ir.Value) -> ir.Value:
+        if ties_to_first:
+            result = arith.select(arith.cmpf(predicate, b, a), b, a)
+        else:
+            result = arith.select(arith.cmpf(predicate, a, b), a, b)
+        a_nan, b_nan = (arith.cmpf(arith.CmpFPredicate.UNO, v, v) for v in (a, b))
+        if ignore_nan:
+            return arith.select(a_nan, b, arith.select(b_nan, a, result))
+        return arith.select(a_nan, a, arith.select(b_nan, b, result))
+
+    return body
+
+
+LN2 = 0.6931471805599453
+
+
+def _asinh(x: ir.Value) -> ir.Value:
+    """fdlibm's form, exact to a few ulp over the whole range: log1p(|x| + x^2 /
+    (1 + sqrt(1 + x^2))), and log|x| + ln 2 past 2^28 where x^2 would overflow (SLEEF's
+    vector asinh returns inf beyond 1.8e19).  The sign of x, -0.0 included."""
+    ax = math.absf(x)
+    one = const(x.type, 1)
+    square = arith.mulf(ax, ax)
+    near = math.log1p(arith.addf(ax, arith.divf(square, arith.addf(one, math.sqrt(arith.addf(one, square))))))
+    far = arith.addf(math.log(ax), const(x.type, LN2))
+    return math.copysign(arith.select(arith.cmpf(arith.CmpFPredicate.OGT, ax, const(x.type, 2.0**28)), far, near), x)
+
+
+def _acosh(x: ir.Value) -> ir.Value:
+    """log1p(t + sqrt(2t + t^2)) with t = x - 1 (exact near 1), log x + ln 2 past 2^28,
+    NaN below 1."""
+    t = arith.subf(x, const(x.type, 1))
+    near = math.log1p(arith.addf(t, math.sqrt(arith.addf(arith.addf(t, t), arith.mulf(t, t)))))
+    far = arith.addf(math.log(x), const(x.type, LN2))
+    result = arith.select(arith.cmpf(arith.CmpFPredicate.OGT, x, const(x.type, 2.0**28)), far, near)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, const(x.type, 1)), const(x.type, float("nan")), result)
+
+
 def _sigmoid(x: ir.Value) -> ir.Value:
     one = const(x.type, 1)
     return arith.divf(one, arith.addf(one, math.exp(arith.negf(x))))
@@ -148,14 +193,15 @@ FLOAT_BODIES: dict[str, Body] = {
     "log": math.log, "log2": math.log2, "log10": math.log10, "log1p": math.log1p, "sqrt": math.sqrt,
     "rsqrt": math.rsqrt, "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin,
     "acos": math.acos, "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh,
-    "asinh": math.asinh, "acosh": math.acosh, "atanh": math.atanh, "erf": math.erf, "erfc": math.erfc, "floor": math.floor,
+    "asinh": _asinh, "acosh": _acosh, "atanh": math.atanh, "erf": math.erf, "erfc": math.erfc, "floor": math.floor,
     "ceil": math.ceil, "round": math.roundeven, "trunc": math.trunc, "sign": _float_sign,
     "reciprocal": lambda x: arith.divf(const(x.type, 1), x), "sigmoid": _sigmoid,
-    "relu": lambda x: arith.maximumf(x, const(x.type, 0)),
+    "relu": lambda x: _extremum("OGT", ties_to_first=True)(x, const(x.type, 0)),
     "isnan": lambda x: arith.cmpf(arith.CmpFPredicate.UNO, x, x), "isinf": _float_isinf,
     "add": arith.addf, "sub": arith.subf, "mul": arith.mulf, "div": arith.divf, "floor_div": _float_floor_div,
-    "remainder": _float_remainder, "fmod": arith.remf, "pow": math.powf, "maximum": arith.maximumf,
-    "minimum": arith.minimumf, "atan2": math.atan2,
+    "remainder": _float_remainder, "fmod": arith.remf, "pow": math.powf, "maximum": _extremum("OGT", False),
+    "minimum": _extremum("OLT", False), "fmax": _extremum("OGT", True, True), "fmin": _extremum("OLT", True, True),
+    "atan2": math.atan2,
     "eq": _fcmp("OEQ"), "ne": _fcmp("UNE"), "lt": _fcmp("OLT"), "le": _fcmp("OLE"), "gt": _fcmp("OGT"), "ge": _fcmp("OGE"),
     "signbit": _float_signbit,
     "nextafter": _float_nextafter,

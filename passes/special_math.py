@@ -45,6 +45,7 @@ ZETA_TAIL = (
     1.8152105401943546773e17, -7.1661652561756670113e18,
 )  # fmt: skip
 ZETA_SHIFTS = 9  # terms summed before the tail, as cephes does for q > 0
+MACHEP = 1.11022302462515654042e-16  # cephes' convergence threshold (2^-53)
 # Abramowitz & Stegun 26.2.23: the normal quantile's tail to 4.5e-4, a start for Newton.
 NDTRI_NUMERATOR = (0.010328, 0.802853, 2.515517)
 NDTRI_DENOMINATOR = (0.001308, 0.189269, 1.432788, 1.0)
@@ -150,8 +151,11 @@ def lgamma(x: ir.Value) -> ir.Value:
     """log|Gamma(x)|; below 0.5 by reflection: log(pi / |sin(pi x)|) - lgamma(1 - x)."""
     reflect = _lt(x, c(0.5))
     direct = _lanczos_lgamma(arith.select(reflect, arith.subf(c(1.0), x), x))
-    reflected = arith.subf(math.log(arith.divf(c(pymath.pi), _sin_pi_abs(x))), direct)
-    return arith.select(_is_inf(x), c(INF), arith.select(reflect, reflected, direct))
+    # log pi - log|sin(pi x)|: pi / sin(pi x) overflows for a denormal x
+    reflected = arith.subf(arith.subf(c(pymath.log(pymath.pi)), math.log(_sin_pi_abs(x))), direct)
+    result = arith.select(reflect, reflected, direct)
+    pole = arith.andi(_le(x, c(0.0)), _eq(x, math.floor(x)))  # 0, -0.0 and the negative integers
+    return arith.select(arith.ori(_is_inf(x), pole), c(INF), result)
 
 
 def digamma(x: ir.Value) -> ir.Value:
@@ -204,10 +208,17 @@ def _zeta_positive(s: ir.Value, q: ir.Value) -> ir.Value:
     total = math.powf(q, minus_s)
     a = q
     b = total
+    # cephes returns as soon as a term is below MACHEP of the sum: for a huge s the
+    # tail below would be inf * 0 (NaN) where the first terms already say 0, 1 or inf.
+    early, done = total, _lt(c(1.0), c(0.0))
     for _ in range(ZETA_SHIFTS):
         a = arith.addf(a, c(1.0))
         b = math.powf(a, minus_s)
         total = arith.addf(total, b)
+        small = arith.andi(_lt(arith.mulf(c(-MACHEP), total), b), _lt(b, arith.mulf(c(MACHEP), total)))
+        hit = arith.andi(small, arith.xori(done, _lt(c(0.0), c(1.0))))
+        early = arith.select(hit, total, early)
+        done = arith.ori(done, hit)
     w = a
     total = arith.addf(total, arith.divf(arith.mulf(b, w), arith.subf(s, c(1.0))))
     total = arith.subf(total, arith.mulf(c(0.5), b))
@@ -219,7 +230,7 @@ def _zeta_positive(s: ir.Value, q: ir.Value) -> ir.Value:
         factor = arith.mulf(factor, arith.addf(s, c(k + 1)))
         b = arith.divf(b, w)
         k += 2
-    return total
+    return arith.select(done, early, total)
 
 
 def zeta(s: ir.Value, q: ir.Value) -> ir.Value:
@@ -240,6 +251,10 @@ def zeta(s: ir.Value, q: ir.Value) -> ir.Value:
     nan = c(float("nan"))
     non_positive = _le(q, c(0.0))
     s_fraction = arith.cmpf(arith.CmpFPredicate.UNE, s, math.floor(s))
+    # A negative q passes within 1/2 of a pole, whose term overflows past s = 1075
+    # (cephes then returns inf; the reflection above would subtract infinities).
+    huge_s = arith.andi(_lt(q, c(0.0)), _lt(c(1100.0), s))
+    result = arith.select(huge_s, c(INF), result)
     result = arith.select(arith.andi(non_positive, s_fraction), nan, result)
     result = arith.select(arith.andi(non_positive, _eq(q, math.floor(q))), c(INF), result)
     result = arith.select(_lt(s, c(1.0)), nan, result)
@@ -337,7 +352,8 @@ def _bessel_scaled_asymptotic(ax: ir.Value, order: int) -> ir.Value:
     """exp(-ax) I_order(ax) for ax > 20."""
     inverse = arith.divf(c(1.0), ax)
     total = _horner(tuple(reversed(_bessel_asymptotic_coefficients(order))), inverse)
-    return arith.divf(total, math.sqrt(arith.mulf(c(2 * pymath.pi), ax)))
+    # sqrt(2 pi) sqrt(ax): sqrt(2 pi ax) overflows for ax near the largest double
+    return arith.divf(total, arith.mulf(c(pymath.sqrt(2 * pymath.pi)), math.sqrt(ax)))
 
 
 def _bessel(order: int, scaled: bool) -> Body:
@@ -353,7 +369,9 @@ def _bessel(order: int, scaled: bool) -> Body:
             if in_float32:  # torch's float kernel overflows with exp(x) itself, past 88.7
                 growth = arith.extf(_f64(), arith.truncf(ir.F32Type.get(), growth))
             result = arith.select(small, series, arith.mulf(asymptotic, growth))
-        return math.copysign(result, x) if order == 1 else result
+        if order == 1:  # odd; i1(-0.0) is +0.0, as torch's
+            return arith.select(_lt(x, c(0.0)), arith.negf(result), result)
+        return result
 
     return body
 
@@ -385,6 +403,4 @@ SPECIAL_FLOAT_BODIES: dict[str, Body] = {
     "zeta": widened(zeta),
     "ndtri": widened(ndtri),
     "copysign": math.copysign,
-    "fmax": arith.maxnumf,
-    "fmin": arith.minnumf,
 }
