@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 VPY = $(VENV)/bin/python
 
-.PHONY: install test lint format lit pytest demo bench opinfo opinfo-inductor clean
+.PHONY: install test lint format lit pytest demo bench opinfo opinfo-inductor fuzz clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,14 @@ opinfo: install
 # The reference point: the same harness with Inductor (slow: a C++ compile per case).
 opinfo-inductor: install
 	$(VPY) tests/opinfo_sweep.py --backend inductor --dtypes float32 --json opinfo-inductor.json
+
+# The differential fuzzer beyond CI's fixed-seed sample (random graphs vs eager), and
+# mlirc-opt on mutated lit inputs.  FUZZ_SEED=n picks another sample.
+FUZZ_COUNT ?= 2000
+FUZZ_SEED ?= 1
+fuzz: install
+	cd tests && ../$(VPY) fuzz_graphs.py --count $(FUZZ_COUNT) --seed $(FUZZ_SEED)
+	cd tests && ../$(VPY) fuzz_mlirc_opt.py --count 1000 --seed $(FUZZ_SEED)
 
 clean:
 	rm -rf $(VENV) build *.egg-info lit/**/Output

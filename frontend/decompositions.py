@@ -24,7 +24,12 @@ aten = torch.ops.aten
 
 # max_unpool: its decomposition scatters into the flattened tensor, where an index
 # outside its plane lands in the next plane instead of raising as eager does.
-KEEP = (aten.gelu.default, aten.silu.default, aten.max_unpool2d.default, aten.max_unpool3d.default)
+# std: its decomposition rounds the variance to float32 before the root, where eager
+# takes the root of its float64 variance (std of 1e30 and 0 is 7e29, not inf).
+KEEP = (
+    aten.gelu.default, aten.silu.default, aten.max_unpool2d.default, aten.max_unpool3d.default,
+    aten.std.correction, aten.std_mean.correction,
+)  # fmt: skip
 
 # Kept whole while library kernels are on (MLIRC_LIBRARY_GEMM): ATen's fused CPU flash
 # attention never writes the (L x L) score matrix, which bmm + softmax + bmm must.

@@ -369,7 +369,42 @@ def _clamp(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     check=lambda n: None if n.kwargs.get("device") in (None, node_meta(n.args[0]).device) else "device change",
 )
 def _to_copy(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    return b.convert(lctx.value(node.args[0]), shapes.element_type(out_dtype(node)))
+    x, dtype = lctx.value(node.args[0]), out_dtype(node)
+    if shapes.is_float(shapes.elem_of(x)) and not dtype.is_floating_point and dtype != torch.bool:
+        return float_to_int(lctx, x, dtype, node_meta(node.args[0]).device.type)
+    return b.convert(x, shapes.element_type(dtype))
+
+
+def float_to_int(lctx: LoweringContext, x: ir.Value, dtype: torch.dtype, device: str) -> ir.Value:
+    """A float -> integer cast with eager's answer where C leaves it undefined (NaN,
+    +-inf, out of range; LLVM's fptosi gives poison there).  The CPU's is x86's
+    "integer indefinite" of a 32- or 64-bit conversion (INT_MIN; types narrower than
+    int32 go through int32 and keep its low bits); CUDA's cvt.rzi saturates, NaN to 0."""
+    elem = shapes.elem_of(x)
+    via = torch.int64 if dtype == torch.int64 else torch.int32
+    width = 64 if via == torch.int64 else 32
+    if device == "cuda":
+        via, width = dtype, torch.iinfo(dtype).bits
+    low, high = -(2.0 ** (width - 1)), 2.0 ** (width - 1)
+
+    def k(value: float) -> ir.Value:
+        return b.scalar_constant(value, elem)
+
+    def ik(value: int) -> ir.Value:
+        return lctx.typed(value, via)
+
+    cast = b.convert(x, shapes.element_type(via))
+    too_low = b.elementwise("lt", x, k(low))
+    too_high = b.elementwise("ge", x, k(high))
+    nan = b.elementwise("isnan", x)
+    if device == "cuda":
+        cast = b.elementwise("select", too_low, ik(int(low)), cast)
+        cast = b.elementwise("select", too_high, ik(int(high) - 1), cast)
+        cast = b.elementwise("select", nan, ik(0), cast)
+    else:
+        invalid = b.elementwise("logical_or", nan, b.elementwise("logical_or", too_low, too_high))
+        cast = b.elementwise("select", invalid, ik(int(low)), cast)
+    return b.convert(cast, shapes.element_type(dtype))
 
 
 @register(aten.gelu.default)

@@ -80,24 +80,34 @@ def _float_input(node: fx.Node) -> str | None:
     return None if dtype.is_floating_point else f"{dtype} input"
 
 
-@register(aten.var.correction, aten.var_mean.correction, check=_float_input)
+@register(
+    aten.var.correction, aten.var_mean.correction, aten.std.correction, aten.std_mean.correction, check=_float_input
+)
 def _var(lctx: LoweringContext, node: fx.Node) -> ir.Value | tuple[ir.Value, ir.Value]:
-    """Two passes, as eager: the mean, then the sum of squared deviations over
-    max(N - correction, 0) (0/0 gives NaN as in eager)."""
-    dtype = node_meta(node.args[0]).dtype
-    x = lctx.value(node.args[0])
+    """Variance (or its root, std) in two passes: the mean, then the sum of squared deviations over
+    max(N - correction, 0) (0/0 gives NaN as in eager).  In eager's accumulation
+    type: float64 for float32 on the CPU (squares of 1e30 do not overflow there),
+    float32 for half types and on a GPU."""
+    meta = node_meta(node.args[0])
+    dtype = meta.dtype
+    acc = torch.float64 if dtype == torch.float32 and meta.device.type == "cpu" else opmath_dtype(node)
+    x = lctx.typed(node.args[0], acc)
     in_shape = shapes.shape_of(x)
     dims = _dims(node, 1, len(in_shape))
     keepdim = bool(node.kwargs.get("keepdim", False))
     correction = node.kwargs.get("correction")
     count = math.prod(in_shape[d] for d in dims)
-    mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), lctx.typed(float(count), dtype))
+    mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), lctx.typed(float(count), acc))
     dev = b.elementwise("sub", x, mean)
     squares = b.reduce("reduce_sum", b.elementwise("mul", dev, dev), dims, keepdim)
     divisor = max(count - (1 if correction is None else correction), 0)
-    var = b.elementwise("div", squares, lctx.typed(float(divisor), dtype))
-    if node.target == aten.var.correction:
+    var = b.elementwise("div", squares, lctx.typed(float(divisor), acc))
+    if node.target in (aten.std.correction, aten.std_mean.correction):  # the root before rounding, as eager
+        var = b.elementwise("sqrt", var)
+    var = narrow_to_out(var, node)
+    if node.target in (aten.var.correction, aten.std.correction):
         return var
+    mean = narrow_to_out(mean, node)
     return var, mean if keepdim else b.reshape(mean, list(shapes.shape_of(var)))
 
 

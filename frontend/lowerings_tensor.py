@@ -139,7 +139,7 @@ def _index_select(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         x = b.reshape(x, [1])
     dim = node.args[1] % len(shapes.shape_of(x))
     index = b.reshape(_index_operand(lctx, node.args[2]), [node_meta(node.args[2]).numel()])
-    check_index(lctx, node, index, shapes.shape_of(x)[dim], dim)
+    check_index(lctx, node, index, shapes.shape_of(x)[dim], dim, len(shapes.shape_of(x)))
     return b.reshape(_gather_along(x, dim, index), out_shape(node))
 
 
@@ -272,7 +272,7 @@ def _index_put(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     linear = None
     for d in positions:
         index = _index_operand(lctx, indices[d])
-        check_index(lctx, node, index, shape[d], order[d])
+        check_index(lctx, node, index, shape[d], order[d], rank)
         size = lctx.typed(shape[d], torch.int64)
         negative = b.elementwise("lt", index, lctx.typed(0, torch.int64))
         wrapped = b.elementwise("select", negative, b.elementwise("add", index, size), index)

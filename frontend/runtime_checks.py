@@ -32,22 +32,29 @@ class IndexRule:
     error: str
     message: str
     wraps: bool = False
+    error_1d: str | None = None  # another type where the indexed tensor is 1-D
+    error_empty: str | None = None  # another type where the indexed dim has size 0
+
+    def error_for(self, rank: int, size: int) -> str:
+        if size == 0 and self.error_empty:
+            return self.error_empty
+        return self.error_1d if rank <= 1 and self.error_1d else self.error
 
 
 _BOUNDS = "index out of bounds for dimension {dim} with size {size}"
 # Keyed by the name of the op the user called (the node's `original_aten` when a
 # decomposition made it), each as eager raises it.
 INDEX_RULES: dict[str, IndexRule] = {
-    "index_select": IndexRule("IndexError", "index out of range in self"),
+    "index_select": IndexRule("IndexError", "index out of range in self", error_empty="RuntimeError"),
     "embedding": IndexRule("IndexError", "index out of range in self"),
     "index_reduce": IndexRule("IndexError", "index out of range in self"),
     "gather": IndexRule("RuntimeError", _BOUNDS),
     "scatter": IndexRule("RuntimeError", _BOUNDS),
     "scatter_add": IndexRule("RuntimeError", _BOUNDS),
     "scatter_reduce": IndexRule("RuntimeError", _BOUNDS),
-    "index_add": IndexRule("RuntimeError", _BOUNDS),
+    "index_add": IndexRule("RuntimeError", _BOUNDS, error_1d="IndexError"),
     "index_copy": IndexRule("IndexError", "index_copy_(): " + _BOUNDS),
-    "index_fill": IndexRule("IndexError", _BOUNDS, wraps=True),
+    "index_fill": IndexRule("IndexError", _BOUNDS, wraps=True, error_empty="RuntimeError"),
     "index": IndexRule("IndexError", _BOUNDS, wraps=True),
     "index_put": IndexRule("IndexError", _BOUNDS, wraps=True),
     "take": IndexRule("IndexError", "out of range: an index outside a tensor of {size} elements", wraps=True),
@@ -74,9 +81,10 @@ def user_op(node: fx.Node) -> str:
     return _op_name(node.meta.get("original_aten") or node.target)
 
 
-def check_index(lctx: LoweringContext, node: fx.Node, index: ir.Value, size: int, dim: int = 0) -> None:
+def check_index(lctx: LoweringContext, node: fx.Node, index: ir.Value, size: int, dim: int = 0, rank: int = 2) -> None:
     """Eager's error unless every element of the integer tensor `index` is a valid
-    index into a dim of `size` (by the rule of the op the user called)."""
+    index into dim `dim` (of `size`) of a rank-`rank` tensor, by the rule of the op
+    the user called."""
     op = user_op(node)
     if op in UNCHECKED or _op_name(node.target) in UNCHECKED:
         return
@@ -90,7 +98,7 @@ def check_index(lctx: LoweringContext, node: fx.Node, index: ir.Value, size: int
     if low > I64_MIN:
         ok = b.elementwise("logical_and", b.elementwise("ge", index, b.scalar_constant(low, elem)), ok)
     message = rule.message.format(dim=dim, size=size) + f" (mlirc: aten.{op}, an index outside [{low}, {size}))"
-    lctx.require(ok, RuntimeCheck(rule.error, message))
+    lctx.require(ok, RuntimeCheck(rule.error_for(rank, size), message))
 
 
 def check_nonzero_divisor(lctx: LoweringContext, node: fx.Node, divisor: ir.Value) -> None:
@@ -133,6 +141,20 @@ def _interval(op_name: str, a: tuple[int, int], c: tuple[int, int]) -> tuple[int
     return None
 
 
+def _select_range(op: ir.Operation) -> tuple[int, int]:
+    """A select is in the union of its arms' ranges -- or, where its condition
+    compares the two arms (a clamp: x < low ? low : x), in their max's or min's."""
+    cond, on_true, on_false = op.operands
+    (lo1, hi1), (lo2, hi2) = value_range(on_true), value_range(on_false)
+    owner = cond.owner
+    if not isinstance(owner, ir.Block) and owner.operation.name in ("mlirc.lt", "mlirc.gt"):
+        lhs, rhs = owner.operation.operands
+        if (lhs, rhs) == (on_false, on_true):  # false < true ? true : false: the larger (smaller for gt)
+            larger = owner.operation.name == "mlirc.lt"
+            return (max(lo1, lo2), max(hi1, hi2)) if larger else (min(lo1, lo2), min(hi1, hi2))
+    return min(lo1, lo2), max(hi1, hi2)
+
+
 _PASS_THROUGH = frozenset({"broadcast", "reshape", "permute", "slice", "convert"})
 
 
@@ -155,8 +177,7 @@ def value_range(value: ir.Value) -> tuple[int, int]:
     elif name in _PASS_THROUGH and isinstance(shapes.elem_of(op.operands[0]), ir.IntegerType):
         found = value_range(op.operands[0])
     elif name == "select":
-        (lo1, hi1), (lo2, hi2) = (value_range(v) for v in list(op.operands)[1:])
-        found = min(lo1, lo2), max(hi1, hi2)
+        found = _select_range(op)
     elif len(op.operands) == 2:
         found = _interval(name, value_range(op.operands[0]), value_range(op.operands[1]))
     if found is None or found[0] < whole[0] or found[1] > whole[1]:  # unknown, or it may wrap

@@ -147,6 +147,19 @@ def _acosh(x: ir.Value) -> ir.Value:
     return arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, const(x.type, 1)), const(x.type, float("nan")), result)
 
 
+def _int_pow(a: ir.Value, b: ir.Value) -> ir.Value:
+    """ATen's integer pow: a negative exponent gives 1 for a base of 1, +-1 for -1 and
+    0 otherwise (math.ipowi would divide by a zero base there)."""
+    zero, one = const(b.type, 0), const(a.type, 1)
+    negative = arith.cmpi(arith.CmpIPredicate.slt, b, zero)
+    power = math.ipowi(a, arith.select(negative, zero, b))
+    odd = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(b, const(b.type, 1)), const(b.type, 0))
+    minus_one = arith.select(odd, const(a.type, -1), one)
+    inverse = arith.select(arith.cmpi(arith.CmpIPredicate.eq, a, const(a.type, -1)), minus_one, const(a.type, 0))
+    inverse = arith.select(arith.cmpi(arith.CmpIPredicate.eq, a, one), one, inverse)
+    return arith.select(negative, inverse, power)
+
+
 def _sigmoid(x: ir.Value) -> ir.Value:
     one = const(x.type, 1)
     return arith.divf(one, arith.addf(one, math.exp(arith.negf(x))))
@@ -219,7 +232,7 @@ INT_BODIES: dict[str, Body] = {
     "add": arith.addi, "sub": arith.subi, "mul": arith.muli,
     "div": _int_quotient(arith.divsi), "floor_div": _int_quotient(arith.floordivsi),
     "remainder": _int_remainder, "fmod": lambda a, b: arith.remsi(a, _safe_divisor(b)),
-    "pow": math.ipowi, "maximum": arith.maxsi, "minimum": arith.minsi, "fmax": arith.maxsi, "fmin": arith.minsi,
+    "pow": _int_pow, "maximum": arith.maxsi, "minimum": arith.minsi, "fmax": arith.maxsi, "fmin": arith.minsi,
     "signbit": lambda x: arith.cmpi(arith.CmpIPredicate.slt, x, const(x.type, 0)),
     "bitwise_and": arith.andi, "bitwise_or": arith.ori, "bitwise_xor": arith.xori,
     "logical_and": arith.andi, "logical_or": arith.ori, "logical_xor": arith.xori,

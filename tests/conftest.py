@@ -38,3 +38,25 @@ def wrapper_source(fn, args, tmp_path) -> str:
         config.dump_dir = None
         torch._dynamo.reset()
     return "\n".join(open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.wrapper.py")))
+
+
+def outcome(fn, *args):
+    """(result, None) or (None, the exception fn raised)."""
+    try:
+        return fn(*args), None
+    except Exception as err:  # noqa: BLE001 - the type is what is compared
+        return None, err
+
+
+def assert_same_outcome(fn, *args):
+    """Eager's values (bit for bit, NaN equal to NaN) or eager's exception type from
+    the compiled fn; returns the compiled call's exception, if any."""
+    expected, expected_error = outcome(fn, *args)
+    actual, actual_error = outcome(torch.compile(fn, backend="mlirc"), *args)
+    if expected_error is not None:
+        assert actual_error is not None, f"eager raised {expected_error!r}, mlirc returned {actual}"
+        assert type(actual_error) is type(expected_error), f"eager: {expected_error!r}\nmlirc: {actual_error!r}"
+    else:
+        assert actual_error is None, f"mlirc raised {actual_error!r}"
+        torch.testing.assert_close(actual, expected, equal_nan=True, rtol=0, atol=0)
+    return actual_error

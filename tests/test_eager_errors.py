@@ -11,31 +11,12 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import wrapper_source
+from conftest import assert_same_outcome, wrapper_source
 
 import mlirc
 
 T = torch.tensor
 X = torch.randn(3, 4)
-
-
-def outcome(fn, *args):
-    try:
-        return fn(*args), None
-    except Exception as err:  # noqa: BLE001 - the type is what is compared
-        return None, err
-
-
-def assert_same_outcome(fn, *args):
-    expected, expected_error = outcome(fn, *args)
-    actual, actual_error = outcome(torch.compile(fn, backend="mlirc"), *args)
-    if expected_error is not None:
-        assert actual_error is not None, f"eager raised {expected_error!r}, mlirc returned {actual}"
-        assert type(actual_error) is type(expected_error), f"eager: {expected_error!r}\nmlirc: {actual_error!r}"
-    else:
-        assert actual_error is None, f"mlirc raised {actual_error!r}"
-        torch.testing.assert_close(actual, expected, equal_nan=True, rtol=0, atol=0)
-    return actual_error
 
 
 def unpool(p, i):

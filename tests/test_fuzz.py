@@ -1,0 +1,46 @@
+"""The differential fuzzer's fixed-seed CI sample, and the failures it found, each
+minimized into a regression test (tests/fuzz_graphs.py runs longer samples)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_same_outcome
+from fuzz_graphs import fuzz
+
+T = torch.tensor
+
+
+def test_fixed_seed_sample():
+    report = fuzz(count=400, seed=20261123)
+    assert report.graphs == 400
+    assert not report.failures, "\n\n".join(f"graph {s}: {p}\n{r}" for s, p, r in report.failures)
+
+
+# Each: a minimized fuzzer graph and inputs; eager's values or eager's exception.
+REGRESSIONS = {
+    # eager's index_add raises IndexError on a 1-D tensor, RuntimeError on others
+    "index_add_1d_out_of_range": (lambda x, i, s: x.index_add(0, i, s), (torch.randn(31), T([3, 31]), torch.randn(2))),
+    # eager's std takes the root of its float64 variance: 7e29, not inf
+    "std_of_huge_values": (lambda x: F.leaky_relu(x, 0.1).std([1], keepdim=True), (T([[1e30, -8.5], [1.0, 2.0]]),)),
+    # float -> int casts of NaN, inf and out-of-range values: x86's integer indefinite
+    "casts_of_nan_and_inf": (
+        lambda x: (x.long(), x.int(), x.to(torch.int8), x.double().int()),
+        (T([float("nan"), float("inf"), -float("inf"), 3e9, -3e9, 1e19, 300.7, -2.5] * 4),),
+    ),
+    # integer pow with negative exponents: 0 ** -2 is 0 in eager (math.ipowi divided by 0)
+    "int_pow_negative_exponent": (
+        torch.pow,
+        (T([0, 1, -1, 2, -3, 0], dtype=torch.int32), T([-2, -3, -3, -1, 3, 0], dtype=torch.int32)),
+    ),
+    # an index into a dim of size 0: eager's own (RuntimeError) error
+    "index_select_empty_dim": (lambda x, i: x.index_select(1, i), (torch.randn(3, 0), T([2]))),
+    "index_fill_empty_dim": (lambda x, i: x.index_fill(1, i, 1.0), (torch.randn(3, 0), T([2]))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_regression(name):
+    fn, args = REGRESSIONS[name]
+    assert_same_outcome(fn, *args)
