@@ -36,7 +36,7 @@ import torch
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.dialects import shapes
+from mlirc.dialects import layouts, shapes
 from mlirc.dialects.runtime_checks import RuntimeCheck, decode
 from mlirc.errors import PipelineError
 from mlirc.passes.outline_library_calls import LIBRARY_ARGS_ATTR, LIBRARY_ATTR
@@ -136,6 +136,28 @@ def in_place_operands(kernel: func.FuncOp) -> list[int]:
     return found
 
 
+def _unit_slices(layout: layouts.Layout) -> str:
+    """Indexing that keeps one element of each expanded dim of a buffer (`[:, 0:1]`)."""
+    if not layout.expanded:
+        return ""
+    return "[" + ", ".join("0:1" if d in layout.expanded else ":" for d in layout.order) + "]"
+
+
+def with_strides(x: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
+    """`x` with eager's `strides`: a copy where its own differ (a view with gaps),
+    expanded where eager's has stride 0.  Values first: a layout torch cannot
+    allocate (overlapping windows) leaves `x` as it is."""
+    if layouts.same_strides(x.shape, x.stride(), strides):
+        return x
+    repeated = [d for d, (n, s) in enumerate(zip(x.shape, strides, strict=True)) if n > 1 and s == 0]
+    one = x[tuple(slice(0, 1) if d in repeated else slice(None) for d in range(x.dim()))]
+    try:
+        out = torch.empty_strided(one.shape, strides, dtype=x.dtype, device=x.device).copy_(one)
+    except RuntimeError:
+        return x
+    return out.expand(x.shape)
+
+
 def wrapper_scope(device: torch.device) -> dict:
     """Names the generated code uses, bound once: the fast allocator and view maker
     where this torch has them (Inductor's), torch's public ones otherwise."""
@@ -152,7 +174,13 @@ def wrapper_scope(device: torch.device) -> dict:
         def reinterpret(x: torch.Tensor, size: tuple, stride: tuple, offset: int) -> torch.Tensor:
             return x.as_strided(size, stride, x.storage_offset() + offset)
 
-    return {"torch": torch, "device": device, "empty_strided": fast_empty, "reinterpret_tensor": reinterpret}
+    return {
+        "torch": torch,
+        "device": device,
+        "empty_strided": fast_empty,
+        "reinterpret_tensor": reinterpret,
+        "with_strides": with_strides,
+    }
 
 
 class _Free:
@@ -252,7 +280,10 @@ class WrapperBuilder:
     def build(self) -> str:
         args = [self.fresh(a, "arg") for a in self.entry.entry_block.arguments]
         self.lines.append(f"def call({', '.join(args)}):")
-        for a, value in zip(args, self.entry.entry_block.arguments, strict=True):
+        arg_layouts = layouts.decode(self.entry.attributes, layouts.ARG_LAYOUTS_ATTR, len(args))
+        for a, value, layout in zip(args, self.entry.entry_block.arguments, arg_layouts, strict=True):
+            if layout is not None:  # the dense buffer the tensor's strides describe (no copy)
+                self.lines.append(f"    {a} = {a}.permute({list(layout.order)}){_unit_slices(layout)}")
             self.lines.append(self.entry_arg(a))
             self._own(a, torch.empty(shapes.shape_of(value), dtype=_dtype(value.type, None), device="meta"))
         self.lines.append(self.scratch_fetch)
@@ -485,11 +516,29 @@ class WrapperBuilder:
             self.emit_check(self.name(flag), check)
         for v in results:
             self._mark_escaping(self.name(v))
-        outs = ", ".join(
-            self.name(v) + (".view(torch.bool)" if d == torch.bool else "")
-            for v, d in zip(results, self.result_dtypes, strict=False)
-        )
-        self.lines.append(f"    return ({outs}{',' if len(results) == 1 else ''})")
+        result_layouts = layouts.decode(self.entry.attributes, layouts.RESULT_LAYOUTS_ATTR, len(results))
+        eager = layouts.decode_eager(self.entry.attributes, len(results))
+        outs = [
+            self.result_view(self.name(v), dtype, layout, as_eager)
+            for v, dtype, layout, as_eager in zip(results, self.result_dtypes, result_layouts, eager, strict=False)
+        ]
+        self.lines.append(f"    return ({', '.join(outs)}{',' if len(results) == 1 else ''})")
+
+    def result_view(self, name: str, dtype: torch.dtype, layout: layouts.Layout | None, eager: tuple | None) -> str:
+        """How `name` is handed back as eager would: its dtype (bools are bytes here),
+        the view its layout makes of the buffer, and so eager's sizes and strides --
+        copied into them only where no view gives them (a rare gapped layout)."""
+        text = name + (".view(torch.bool)" if dtype == torch.bool else "")
+        meta = self.meta.get(name)
+        if layout is not None:
+            text += f".permute({layout.inverse()})"
+            meta = meta.permute(layout.inverse()) if meta is not None else None
+            if layout.expanded and eager is not None:
+                text += f".expand({list(eager[0])})"
+                meta = meta.expand(eager[0]) if meta is not None else None
+        if eager is not None and (meta is None or not layouts.same_strides(eager[0], meta.stride(), eager[1])):
+            text = f"with_strides({text}, {eager[1]})"
+        return text
 
     def emit_check(self, flag: str, check: RuntimeCheck) -> None:
         """Raise eager's exception unless the 0-d flag `flag` is set (after every

@@ -18,7 +18,7 @@ import torch.fx as fx
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.dialects import builders, shapes
+from mlirc.dialects import builders, layouts, shapes
 from mlirc.dialects.mlirc_dialect import make_context
 from mlirc.dialects.runtime_checks import CHECKS_ATTR, RuntimeCheck, encode
 from mlirc.dialects.verifier import verify_ops
@@ -166,32 +166,35 @@ class FxImporter:
             # caller appends their values (see constant_inputs).
             placeholders = [n for n in gm.graph.nodes if n.op in ("placeholder", "get_attr")]
             placeholders.sort(key=lambda n: n.op == "get_attr")
-            arg_types = [self._type_of(n) for n in placeholders]
+            arg_layouts = [_layout_of(n) for n in placeholders]
+            arg_types = [self._buffer_type(n, lay) for n, lay in zip(placeholders, arg_layouts, strict=True)]
             output_node = next(n for n in gm.graph.nodes if n.op == "output")
             outputs = output_node.args[0]
             outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
             outputs = [n for n in outputs if n is not None]  # e.g. no grad for an input
-            result_types = [self._type_of(n) for n in outputs]
             with ir.InsertionPoint(module.body):
-                fn = func.FuncOp(func_name, (arg_types, result_types))
+                fn = func.FuncOp(func_name, (arg_types, []))
             entry = fn.add_entry_block()
-            values: dict[fx.Node, Any] = dict(zip(placeholders, entry.arguments, strict=False))
-            lctx = LoweringContext(values)
+            lctx = LoweringContext({})
+            values = lctx.values
             with ir.InsertionPoint(entry):
+                for node, arg, layout in zip(placeholders, entry.arguments, arg_layouts, strict=True):
+                    values[node] = _from_buffer(arg, layout, tuple(node_meta(node).shape))
                 for node in gm.graph.nodes:
                     if node.op != "call_function":
                         continue
                     with ir.Location.name(_location_name(node)):
                         values[node] = self._lower_node(node, lctx, LOWERINGS)
-                results = [self._checked_output(values[n], n) for n in outputs]
-                func.ReturnOp(results + [ok for ok, _ in lctx.checks])
-            fn.attributes["mlirc.entry"] = ir.UnitAttr.get()
-            if lctx.checks:
+                result_layouts = [_layout_of(n) for n in outputs]
+                results = [
+                    _to_buffer(self._checked_output(values[n], n), layout)
+                    for n, layout in zip(outputs, result_layouts, strict=True)
+                ]
                 # The checks' flags are results after the graph's own (the host wrapper tests them).
-                fn.attributes["function_type"] = ir.TypeAttr.get(
-                    ir.FunctionType.get(arg_types, result_types + [ok.type for ok, _ in lctx.checks])
-                )
-                fn.attributes[CHECKS_ATTR] = encode([check for _, check in lctx.checks])
+                returned = results + [ok for ok, _ in lctx.checks]
+                func.ReturnOp(returned)
+            fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [v.type for v in returned]))
+            self._describe_entry(fn, lctx, arg_layouts, result_layouts, outputs)
             try:
                 module.operation.verify()
             except ir.MLIRError as err:
@@ -200,6 +203,27 @@ class FxImporter:
             if problems:
                 raise VerificationError("imported module does not verify:\n" + "\n".join(problems))
         return module
+
+    def _describe_entry(
+        self, fn: func.FuncOp, lctx: LoweringContext, arg_layouts: list, result_layouts: list, outputs: list
+    ) -> None:
+        """What the host wrapper needs beyond the types: checks, layouts, eager's strides."""
+        fn.attributes["mlirc.entry"] = ir.UnitAttr.get()
+        if lctx.checks:
+            fn.attributes[CHECKS_ATTR] = encode([check for _, check in lctx.checks])
+        if any(arg_layouts):
+            fn.attributes[layouts.ARG_LAYOUTS_ATTR] = layouts.encode(arg_layouts)
+        if any(result_layouts):
+            fn.attributes[layouts.RESULT_LAYOUTS_ATTR] = layouts.encode(result_layouts)
+        metas = [node_meta(n) for n in outputs]
+        fn.attributes[layouts.RESULT_EAGER_ATTR] = layouts.encode_eager([(m.shape, m.stride()) for m in metas])
+
+    def _buffer_type(self, node: fx.Node, layout: layouts.Layout | None) -> ir.Type:
+        """An argument's type: the tensor's, or the dense buffer its layout holds it in."""
+        if layout is None:
+            return self._type_of(node)
+        meta = node_meta(node)
+        return shapes.torch_tensor_type(layout.buffer_shape(tuple(meta.shape)), meta.dtype)
 
     def _lower_node(self, node: fx.Node, lctx: LoweringContext, table: dict) -> Any:
         if node.target is operator.getitem:
@@ -227,6 +251,35 @@ class FxImporter:
                 f"{node.format_node()}: mlirc type {value.type} but torch says {self._type_of(node)}"
             )
         return value
+
+
+def _layout_of(node: fx.Node) -> layouts.Layout | None:
+    meta = node_meta(node)
+    if not isinstance(meta, torch.Tensor):
+        return None
+    return layouts.plan(tuple(meta.shape), tuple(meta.stride()))
+
+
+def _from_buffer(arg: ir.Value, layout: layouts.Layout | None, shape: tuple[int, ...]) -> ir.Value:
+    """The tensor an argument's buffer holds: its dims put back in order, the expanded
+    ones broadcast (in indexing maps, once fused: nothing is copied)."""
+    if layout is None:
+        return arg
+    return builders.broadcast(builders.permute(arg, layout.inverse()), shape)
+
+
+def _to_buffer(value: ir.Value, layout: layouts.Layout | None) -> ir.Value:
+    """A result in the buffer of its eager layout: one element of each expanded dim,
+    the dims in stride order (the producing kernel writes it so)."""
+    if layout is None:
+        return value
+    if layout.expanded:
+        shape = [1 if d in layout.expanded else n for d, n in enumerate(shapes.shape_of(value))]
+        rank = len(shape)
+        value = builders.create(
+            "slice", [value], shapes.tensor_type(shape, shapes.elem_of(value)), starts=[0] * rank, steps=[1] * rank
+        )
+    return builders.permute(value, layout.order)
 
 
 def _attr_value(node: fx.Node) -> Any:

@@ -143,7 +143,7 @@ def _scatter(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     x = _at_least_1d(lctx.typed(node.args[0], dtype))
     dim = node.args[1] % len(shapes.shape_of(x))
     index = _at_least_1d(lctx.typed(node.args[2], torch.int64))
-    check_index(lctx, node, index, shapes.shape_of(x)[dim], dim)
+    check_index(lctx, node, index, shapes.shape_of(x), dim)
     source = node.args[3]
     src = lctx.typed(source, dtype)
     if not isinstance(source, fx.Node):  # scatter.value: one value everywhere
@@ -182,7 +182,7 @@ def _index_reduce(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     along = [1] * rank
     along[dim] = source_shape[dim]
     index = _at_least_1d(lctx.typed(node.args[2], torch.int64))
-    check_index(lctx, node, index, shapes.shape_of(x)[dim], dim)
+    check_index(lctx, node, index, shapes.shape_of(x), dim)
     index = b.broadcast(b.reshape(index, along), source_shape)
     include_self = bool(arg(node, 5, "include_self", True))
     scattered = dense_scatter(lctx, x, dim, index, source, node.args[4], include_self, dtype)
@@ -214,7 +214,7 @@ def _max_unpool(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     planes = math.prod(lead)
     values = b.reshape(lctx.typed(node.args[0], dtype), [planes, hw_in])
     index = b.reshape(lctx.typed(node.args[1], torch.int64), [planes, hw_in])
-    check_index(lctx, node, index, hw_out, 1)
+    check_index(lctx, node, index, [planes, hw_out], 1)
     zeros = b.broadcast(lctx.typed(0, dtype), [planes, hw_out])
     unpooled = dense_scatter(lctx, zeros, 1, index, values, None, True, dtype)
     return narrow_to_out(b.reshape(unpooled, out_shape(node)), node)

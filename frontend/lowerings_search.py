@@ -79,7 +79,7 @@ def _searchsorted(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     if sorter is not None:  # the sequence in sorted order
         dim = len(shapes.shape_of(sequence)) - 1
         order = lctx.typed(sorter, torch.int64)
-        check_index(lctx, node, order, shapes.shape_of(sequence)[dim], dim)
+        check_index(lctx, node, order, shapes.shape_of(sequence), dim)
         sequence = b.create("gather", [sequence, order], sequence.type, dim=dim)
     right = bool(node.kwargs.get("right", False)) or node.kwargs.get("side") == "right"
     values = lctx.typed(node.args[1], common)

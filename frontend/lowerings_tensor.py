@@ -139,7 +139,7 @@ def _index_select(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         x = b.reshape(x, [1])
     dim = node.args[1] % len(shapes.shape_of(x))
     index = b.reshape(_index_operand(lctx, node.args[2]), [node_meta(node.args[2]).numel()])
-    check_index(lctx, node, index, shapes.shape_of(x)[dim], dim, len(shapes.shape_of(x)))
+    check_index(lctx, node, index, shapes.shape_of(x), dim)
     return b.reshape(_gather_along(x, dim, index), out_shape(node))
 
 
@@ -168,7 +168,7 @@ def _index(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     linear = None
     for d in positions:
         index = _index_operand(lctx, indices[d])
-        check_index(lctx, node, index, shape[d], d)
+        check_index(lctx, node, index, shape, d)
         size = lctx.typed(shape[d], torch.int64)
         wrapped = b.elementwise(
             "select", b.elementwise("lt", index, lctx.typed(0, torch.int64)), b.elementwise("add", index, size), index
@@ -272,7 +272,7 @@ def _index_put(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     linear = None
     for d in positions:
         index = _index_operand(lctx, indices[d])
-        check_index(lctx, node, index, shape[d], order[d], rank)
+        check_index(lctx, node, index, shape, d)
         size = lctx.typed(shape[d], torch.int64)
         negative = b.elementwise("lt", index, lctx.typed(0, torch.int64))
         wrapped = b.elementwise("select", negative, b.elementwise("add", index, size), index)
@@ -383,7 +383,7 @@ def _embedding(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     weight = lctx.value(node.args[0])
     count = node_meta(node.args[1]).numel()
     index = b.reshape(_index_operand(lctx, node.args[1]), [count])
-    check_index(lctx, node, index, shapes.shape_of(weight)[0])
+    check_index(lctx, node, index, shapes.shape_of(weight))
     rows_shape = (count, shapes.shape_of(weight)[1])
     rows = b.create("index_select", [weight, index], shapes.tensor_type(rows_shape, shapes.elem_of(weight)), dim=0)
     return b.reshape(rows, out_shape(node))
@@ -394,7 +394,7 @@ def _gather(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     x = lctx.value(node.args[0])
     dim = node.args[1] % max(len(shapes.shape_of(x)), 1)
     index = _index_operand(lctx, node.args[2])
-    check_index(lctx, node, index, (shapes.shape_of(x) or (1,))[dim], dim)
+    check_index(lctx, node, index, shapes.shape_of(x), dim)
     return b.create("gather", [x, index], shapes.torch_tensor_type(out_shape(node), out_dtype(node)), dim=dim)
 
 

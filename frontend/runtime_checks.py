@@ -11,17 +11,18 @@ The exception type and message follow the op the user called: a decomposed
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import torch
 import torch.fx as fx
 from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.dialects.runtime_checks import RuntimeCheck
-from mlirc.frontend.importer import LoweringContext
-
-I64_MIN = -(1 << 63)
+from mlirc.frontend.importer import LoweringContext, node_meta
 
 
 @dataclass(frozen=True)
@@ -33,19 +34,27 @@ class IndexRule:
     message: str
     wraps: bool = False
     error_1d: str | None = None  # another type where the indexed tensor is 1-D
-    error_empty: str | None = None  # another type where the indexed dim has size 0
+    error_empty: str | None = None  # another type where it is empty (and not 1-D)
+    # Eager checks an index as its loop uses it: an op whose result is empty checks
+    # nothing, unless it validates its indices up front.
+    checks_up_front: bool = False
+    error_empty_dim: str | None = None  # raised (whatever the result) for any index into a dim of size 0
 
-    def error_for(self, rank: int, size: int) -> str:
-        if size == 0 and self.error_empty:
+    def error_for(self, shape: Sequence[int], dim: int) -> str:
+        if self.error_empty_dim and shape and not shape[dim]:
+            return self.error_empty_dim
+        if self.error_empty and len(shape) > 1 and not math.prod(shape):
             return self.error_empty
-        return self.error_1d if rank <= 1 and self.error_1d else self.error
+        return self.error_1d if len(shape) <= 1 and self.error_1d else self.error
 
 
 _BOUNDS = "index out of bounds for dimension {dim} with size {size}"
 # Keyed by the name of the op the user called (the node's `original_aten` when a
 # decomposition made it), each as eager raises it.
 INDEX_RULES: dict[str, IndexRule] = {
-    "index_select": IndexRule("IndexError", "index out of range in self", error_empty="RuntimeError"),
+    "index_select": IndexRule(
+        "IndexError", "index out of range in self", error_empty="RuntimeError", checks_up_front=True
+    ),
     "embedding": IndexRule("IndexError", "index out of range in self"),
     "index_reduce": IndexRule("IndexError", "index out of range in self"),
     "gather": IndexRule("RuntimeError", _BOUNDS),
@@ -54,9 +63,9 @@ INDEX_RULES: dict[str, IndexRule] = {
     "scatter_reduce": IndexRule("RuntimeError", _BOUNDS),
     "index_add": IndexRule("RuntimeError", _BOUNDS, error_1d="IndexError"),
     "index_copy": IndexRule("IndexError", "index_copy_(): " + _BOUNDS),
-    "index_fill": IndexRule("IndexError", _BOUNDS, wraps=True, error_empty="RuntimeError"),
+    "index_fill": IndexRule("IndexError", _BOUNDS, wraps=True, error_empty_dim="RuntimeError"),
     "index": IndexRule("IndexError", _BOUNDS, wraps=True),
-    "index_put": IndexRule("IndexError", _BOUNDS, wraps=True),
+    "index_put": IndexRule("IndexError", _BOUNDS, wraps=True, checks_up_front=True),
     "take": IndexRule("IndexError", "out of range: an index outside a tensor of {size} elements", wraps=True),
     "nll_loss_forward": IndexRule("IndexError", "Target out of bounds (a class index outside [0, {size}))"),
     "nll_loss2d_forward": IndexRule("IndexError", "Target out of bounds (a class index outside [0, {size}))"),
@@ -81,24 +90,34 @@ def user_op(node: fx.Node) -> str:
     return _op_name(node.meta.get("original_aten") or node.target)
 
 
-def check_index(lctx: LoweringContext, node: fx.Node, index: ir.Value, size: int, dim: int = 0, rank: int = 2) -> None:
+def check_index(lctx: LoweringContext, node: fx.Node, index: ir.Value, shape: Sequence[int], dim: int = 0) -> None:
     """Eager's error unless every element of the integer tensor `index` is a valid
-    index into dim `dim` (of `size`) of a rank-`rank` tensor, by the rule of the op
-    the user called."""
+    index into dim `dim` of a tensor of `shape`, by the rule of the op the user called."""
     op = user_op(node)
     if op in UNCHECKED or _op_name(node.target) in UNCHECKED:
         return
     rule = INDEX_RULES.get(op) or INDEX_RULES.get(_op_name(node.target)) or INDEX_RULES["index"]
+    size = shape[dim] if shape else 1
+    if not rule.checks_up_front and not (rule.error_empty_dim and size == 0) and not _result_elements(node):
+        return  # nothing computed, nothing checked (eager's index_fill of an empty tensor)
     low = -size if rule.wraps else 0
     lo, hi = value_range(index)
     if low <= lo and hi < size:
         return
     elem = shapes.elem_of(index)
-    ok = b.elementwise("lt", index, b.scalar_constant(size, elem))
-    if low > I64_MIN:
-        ok = b.elementwise("logical_and", b.elementwise("ge", index, b.scalar_constant(low, elem)), ok)
+    ok = b.elementwise(
+        "logical_and",
+        b.elementwise("ge", index, b.scalar_constant(low, elem)),
+        b.elementwise("lt", index, b.scalar_constant(size, elem)),
+    )
     message = rule.message.format(dim=dim, size=size) + f" (mlirc: aten.{op}, an index outside [{low}, {size}))"
-    lctx.require(ok, RuntimeCheck(rule.error_for(rank, size), message))
+    lctx.require(ok, RuntimeCheck(rule.error_for(shape, dim), message))
+
+
+def _result_elements(node: fx.Node) -> int:
+    meta = node_meta(node)
+    meta = meta[0] if isinstance(meta, (tuple, list)) else meta
+    return meta.numel() if isinstance(meta, torch.Tensor) else 1
 
 
 def check_nonzero_divisor(lctx: LoweringContext, node: fx.Node, divisor: ir.Value) -> None:
@@ -106,6 +125,8 @@ def check_nonzero_divisor(lctx: LoweringContext, node: fx.Node, divisor: ir.Valu
     lo, hi = value_range(divisor)
     if lo > 0 or hi < 0:
         return
+    # only the divisors a result element uses: none where the result is empty
+    divisor = b.broadcast(divisor, tuple(node_meta(node).shape))
     ok = b.elementwise("ne", divisor, b.scalar_constant(0, shapes.elem_of(divisor)))
     lctx.require(ok, RuntimeCheck("RuntimeError", f"ZeroDivisionError (mlirc: aten.{user_op(node)})"))
 

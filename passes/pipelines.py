@@ -12,6 +12,7 @@ from __future__ import annotations
 from mlirc.passes import (  # noqa: F401
     cpu_channels_last,
     cpu_fuse_rows,
+    cpu_masked_reductions,
     cpu_omp_dispatch,
     cpu_parallelize,
     cpu_skinny_matmul,
@@ -89,7 +90,7 @@ CPU_TO_LLVM = [
     "reconcile-unrealized-casts",
     "mlirc-cpu-omp-dispatch",
 ]
-CPU = ["mlirc-cpu-vectorize", "mlirc-cpu-vector-math", *CPU_BUFFERIZE, *CPU_TO_LLVM]
+CPU = ["mlirc-cpu-vectorize", "mlirc-cpu-masked-reductions", "mlirc-cpu-vector-math", *CPU_BUFFERIZE, *CPU_TO_LLVM]
 # Named ops (pooling, non-library contractions) become generics: the tt lowering
 # tiles any generic, reading operands through their indexing maps.
 GPU = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)", "mlirc-gpu-lower-to-tt"]
@@ -112,7 +113,7 @@ register_pipeline("mlirc-stage-cpu-fusion", "Stage: CPU row fusion of a kernels 
 register_pipeline(
     "mlirc-stage-cpu-bufferize",
     "Stage: CPU schedule + bufferization of a kernels module",
-    ["mlirc-cpu-vectorize", *CPU_BUFFERIZE],
+    ["mlirc-cpu-vectorize", "mlirc-cpu-masked-reductions", *CPU_BUFFERIZE],
 )
 register_pipeline("mlirc-stage-cpu", "Stage: a kernels module -> LLVM dialect for the host CPU", CPU)
 register_pipeline("mlirc-stage-gpu", "Stage: a kernels module -> Triton TTIR, one nested module per kernel", GPU)

@@ -1,0 +1,106 @@
+"""How a graph's inputs and outputs lie in memory when eager's are not row-major.
+
+Kernels read and write dense row-major buffers.  A tensor whose strides are a
+permutation of dense ones (a transposed or channels_last tensor), with stride-0
+dims (an expanded one), is still one dense buffer: the buffer's dims are the
+tensor's in stride order, the expanded dims held once (size 1).  The importer
+types such an input as that buffer and rebuilds the tensor in IR (a permute and a
+broadcast, which fusion folds into the readers' indexing maps): nothing is copied
+or materialized on entry.  An output is computed straight into the buffer of
+eager's layout, and the host wrapper hands back the view with eager's strides.
+
+The entry function's `mlirc.arg_layouts` / `mlirc.result_layouts` hold one entry
+per argument / result: empty for row-major, else `[order..., -1, expanded...]`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mlir import ir
+
+ARG_LAYOUTS_ATTR = "mlirc.arg_layouts"
+RESULT_LAYOUTS_ATTR = "mlirc.result_layouts"
+RESULT_EAGER_ATTR = "mlirc.results_as_eager"  # eager's sizes and strides of every result
+
+
+@dataclass(frozen=True)
+class Layout:
+    order: tuple[int, ...]  # the buffer's dims: the tensor's, outermost (largest stride) first
+    expanded: tuple[int, ...] = ()  # tensor dims of stride 0, held as size 1
+
+    def buffer_shape(self, shape: Sequence[int]) -> list[int]:
+        return [1 if d in self.expanded else shape[d] for d in self.order]
+
+    def inverse(self) -> list[int]:
+        return [self.order.index(d) for d in range(len(self.order))]
+
+
+def plan(shape: Sequence[int], strides: Sequence[int]) -> Layout | None:
+    """The layout of a tensor with these sizes and strides, or None where it is row
+    major (nothing to do) or no dense buffer holds it (gaps, overlaps: copied)."""
+    rank = len(shape)
+    expanded = tuple(d for d in range(rank) if shape[d] > 1 and strides[d] == 0)
+    live = [d for d in range(rank) if shape[d] > 1 and d not in expanded]
+    # unit and expanded dims first: they hold one element, their place is free
+    order = tuple([d for d in range(rank) if d not in live] + sorted(live, key=lambda d: (-strides[d], d)))
+    expected = 1
+    for d in reversed(order):
+        if d in live:
+            if strides[d] != expected:
+                return None
+            expected *= shape[d]
+    if not expanded and [d for d in order if d in live] == live:
+        return None  # row-major already
+    return Layout(order, expanded)
+
+
+def encode(layouts: Sequence[Layout | None]) -> ir.ArrayAttr:
+    return ir.ArrayAttr.get(
+        [ir.DenseI64ArrayAttr.get([] if lay is None else [*lay.order, -1, *lay.expanded]) for lay in layouts]
+    )
+
+
+def decode(attributes: object, name: str, count: int) -> list[Layout | None]:
+    """The layouts under attribute `name` (all row-major, None, if it is absent)."""
+    if name not in attributes:  # type: ignore[operator]
+        return [None] * count
+    found: list[Layout | None] = []
+    for attr in ir.ArrayAttr(attributes[name]):  # type: ignore[index]
+        values = list(ir.DenseI64ArrayAttr(attr))
+        if not values:
+            found.append(None)
+            continue
+        cut = values.index(-1)
+        found.append(Layout(tuple(values[:cut]), tuple(values[cut + 1 :])))
+    return found
+
+
+def encode_eager(tensors: Sequence[tuple[Sequence[int], Sequence[int]]]) -> ir.ArrayAttr:
+    """Eager's (sizes, strides) of each result, which the host wrapper reproduces."""
+    return ir.ArrayAttr.get(
+        [
+            ir.DictAttr.get({"shape": ir.DenseI64ArrayAttr.get(list(n)), "strides": ir.DenseI64ArrayAttr.get(list(s))})
+            for n, s in tensors
+        ]
+    )
+
+
+def decode_eager(attributes: object, count: int) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
+    if RESULT_EAGER_ATTR not in attributes:  # type: ignore[operator]
+        return [None] * count
+    found = []
+    for attr in ir.ArrayAttr(attributes[RESULT_EAGER_ATTR]):  # type: ignore[index]
+        entry = ir.DictAttr(attr)
+        found.append((tuple(ir.DenseI64ArrayAttr(entry["shape"])), tuple(ir.DenseI64ArrayAttr(entry["strides"]))))
+    return found
+
+
+def same_strides(shape: Sequence[int], a: Sequence[int], b: Sequence[int]) -> bool:
+    """Do two layouts of `shape` agree?  A dim of size 1 (or any dim of an empty or
+    one-element tensor) has no meaningful stride."""
+    if math.prod(shape) <= 1:
+        return True
+    return all(n == 1 or x == y for n, x, y in zip(shape, a, b, strict=True))
