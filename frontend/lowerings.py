@@ -423,6 +423,8 @@ def _gelu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         gate = b.elementwise("add", b.elementwise("tanh", inner), c(1.0))
     else:
         gate = b.elementwise("add", b.elementwise("erf", b.elementwise("mul", x, c(0.7071067811865476))), c(1.0))
+        # eager's vector code (all but a lone element) gives NaN for +inf
+        gate = b.elementwise("select", b.elementwise("eq", x, c(math.inf)), c(math.nan), gate)
     return b.elementwise("mul", b.elementwise("mul", x, gate), c(0.5))
 
 

@@ -178,9 +178,6 @@ def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Valu
         lctx.typed(count, dtype),
     )
     rstd = b.elementwise("rsqrt", b.elementwise("add", var, lctx.typed(float(node.args[4]), dtype)))
-    # A variance past the float range (|x| > 1.8e19 in float32) makes eager's
-    # moments inf - inf = NaN; 1 / sqrt(inf) = 0 would turn the row into zeros.
-    rstd = b.elementwise("select", b.elementwise("isinf", var), lctx.typed(float("nan"), dtype), rstd)
     out = b.elementwise("mul", centered, rstd)
     weight, bias = node.args[2], node.args[3]
     if weight is not None:
