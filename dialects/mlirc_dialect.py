@@ -12,6 +12,15 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import irdl
 
+# The module attribute naming the device a graph runs on ("cpu", "cuda"): where
+# eager's CPU and CUDA kernels give different answers, lowering follows it.
+TARGET_ATTR = "mlirc.target"
+
+
+def target_of(module: ir.Operation) -> str:
+    attrs = module.attributes
+    return ir.StringAttr(attrs[TARGET_ATTR]).value if TARGET_ATTR in attrs else "cpu"
+
 
 @dataclass(frozen=True)
 class OpSignature:

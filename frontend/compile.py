@@ -124,7 +124,7 @@ def _compile_region(gm: fx.GraphModule, device: torch.device) -> CompiledRegion:
     context = make_context()
     module = _step(
         "mlirc-import",
-        lambda: FxImporter(context).import_graph(gm),
+        lambda: FxImporter(context).import_graph(gm, target=device.type),
         lambda: f"the FX graph is in {_saved(gm.print_readable(print_output=False), name, 'fx-graph', 'py')}",
     )
     stage_ir = {"mlirc": str(module)}

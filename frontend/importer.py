@@ -19,7 +19,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import builders, layouts, shapes
-from mlirc.dialects.mlirc_dialect import make_context
+from mlirc.dialects.mlirc_dialect import TARGET_ATTR, make_context
 from mlirc.dialects.runtime_checks import CHECKS_ATTR, RuntimeCheck, encode
 from mlirc.dialects.verifier import verify_ops
 from mlirc.errors import UnsupportedOpError, VerificationError
@@ -157,11 +157,15 @@ class FxImporter:
     def __init__(self, context: ir.Context | None = None) -> None:
         self.context = context or make_context()
 
-    def import_graph(self, gm: fx.GraphModule, func_name: str = "main") -> ir.Module:
+    def import_graph(self, gm: fx.GraphModule, func_name: str = "main", target: str = "cpu") -> ir.Module:
+        """`target` ("cpu" or "cuda"), kept as the module's `mlirc.target`, picks the
+        device's semantics where eager's CPU and CUDA kernels differ (ties of signed
+        zeros in maximum, see passes/scalar_math.py)."""
         from mlirc.frontend.lowerings import LOWERINGS
 
         with self.context, ir.Location.unknown():
             module = ir.Module.create()
+            module.operation.attributes[TARGET_ATTR] = ir.StringAttr.get(target)
             # Lifted constant tensors (get_attr) become trailing arguments; the
             # caller appends their values (see constant_inputs).
             placeholders = [n for n in gm.graph.nodes if n.op in ("placeholder", "get_attr")]

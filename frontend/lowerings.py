@@ -377,14 +377,13 @@ def _to_copy(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 def float_to_int(lctx: LoweringContext, x: ir.Value, dtype: torch.dtype, device: str) -> ir.Value:
     """A float -> integer cast with eager's answer where C leaves it undefined (NaN,
-    +-inf, out of range; LLVM's fptosi gives poison there).  The CPU's is x86's
-    "integer indefinite" of a 32- or 64-bit conversion (INT_MIN; types narrower than
-    int32 go through int32 and keep its low bits); CUDA's cvt.rzi saturates, NaN to 0."""
+    +-inf, out of range; LLVM's fptosi gives poison there).  Both devices convert to
+    int32 (int64 for int64) and keep the low bits for narrower types.  The CPU's is
+    x86's "integer indefinite" (INT_MIN) for anything out of range; CUDA's cvt.rzi
+    saturates, and gives NaN 0 from float32 to int32, INT_MIN otherwise."""
     elem = shapes.elem_of(x)
     via = torch.int64 if dtype == torch.int64 else torch.int32
     width = 64 if via == torch.int64 else 32
-    if device == "cuda":
-        via, width = dtype, torch.iinfo(dtype).bits
     low, high = -(2.0 ** (width - 1)), 2.0 ** (width - 1)
 
     def k(value: float) -> ir.Value:
@@ -400,7 +399,8 @@ def float_to_int(lctx: LoweringContext, x: ir.Value, dtype: torch.dtype, device:
     if device == "cuda":
         cast = b.elementwise("select", too_low, ik(int(low)), cast)
         cast = b.elementwise("select", too_high, ik(int(high) - 1), cast)
-        cast = b.elementwise("select", nan, ik(0), cast)
+        nan_value = 0 if isinstance(elem, ir.F32Type) and width == 32 else int(low)
+        cast = b.elementwise("select", nan, ik(nan_value), cast)
     else:
         invalid = b.elementwise("logical_or", nan, b.elementwise("logical_or", too_low, too_high))
         cast = b.elementwise("select", invalid, ik(int(low)), cast)
@@ -423,8 +423,8 @@ def _gelu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         gate = b.elementwise("add", b.elementwise("tanh", inner), c(1.0))
     else:
         gate = b.elementwise("add", b.elementwise("erf", b.elementwise("mul", x, c(0.7071067811865476))), c(1.0))
-        # eager's vector code (all but a lone element) gives NaN for +inf
-        gate = b.elementwise("select", b.elementwise("eq", x, c(math.inf)), c(math.nan), gate)
+        if node_meta(node.args[0]).device.type == "cpu":  # eager's CPU vector code gives NaN for +inf
+            gate = b.elementwise("select", b.elementwise("eq", x, c(math.inf)), c(math.nan), gate)
     return b.elementwise("mul", b.elementwise("mul", x, gate), c(0.5))
 
 

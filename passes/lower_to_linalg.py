@@ -15,7 +15,7 @@ from mlir import ir
 from mlir.dialects import arith, func, tensor
 
 from mlirc.dialects import shapes
-from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS
+from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
 from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.registry import register_pass
@@ -30,6 +30,7 @@ class MlircOp:
     operands: list[ir.Value]
     in_types: list[ir.Type]
     out_type: ir.Type
+    target: str = "cpu"  # the module's mlirc.target
 
     def attr(self, name: str) -> list[int] | int | ir.Attribute:
         a = self.op.attributes[name]
@@ -81,7 +82,7 @@ def _pointwise(m: MlircOp, compute: Callable[[list[ir.Value]], ir.Value]) -> ir.
 @pattern(*UNARY_OPS, *BINARY_OPS)
 def _elementwise(m: MlircOp) -> ir.Value:
     name = m.op.name.split(".", 1)[1]
-    fn = scalar_body(name, shapes.elem_of(m.in_types[0]))
+    fn = scalar_body(name, shapes.elem_of(m.in_types[0]), m.target)
     return _pointwise(m, lambda xs: fn(*xs))
 
 
@@ -255,6 +256,7 @@ def _empty_result(logical_type: ir.Type) -> ir.Value:
 
 @register_pass("mlirc-lower-to-linalg", "Lower mlirc dialect ops to linalg/tensor/arith/math on tensors")
 def lower_to_linalg(module: ir.Operation) -> None:
+    target = target_of(module)
     for fn_op in module.regions[0].blocks[0].operations:
         if not isinstance(fn_op, func.FuncOp) or fn_op.is_external:
             continue
@@ -271,7 +273,7 @@ def lower_to_linalg(module: ir.Operation) -> None:
                     if 0 in ir.RankedTensorType(out_type).shape:
                         new = _empty_result(out_type)  # nothing to compute, whatever the op
                     else:
-                        new = fn(MlircOp(op, list(op.operands), in_types, out_type))
+                        new = fn(MlircOp(op, list(op.operands), in_types, out_type, target))
             except MlircError as err:
                 err.location = getattr(err, "location", None) or op.location  # the diagnostic points at the op
                 raise

@@ -248,7 +248,17 @@ BOOL_BODIES: dict[str, Body] = {
 }  # fmt: skip
 
 
-def scalar_body(name: str, operand_elem: ir.Type) -> Body:
+# Where eager's CUDA kernels differ from its CPU ones: fmaxf/fminf-style extrema,
+# which give +0.0 for any tie of zeros (CPU: one operand, sign and all).
+CUDA_FLOAT_BODIES: dict[str, Body] = {
+    "maximum": arith.maximumf, "minimum": arith.minimumf, "fmax": arith.maxnumf, "fmin": arith.minnumf,
+    "relu": lambda x: arith.maximumf(x, const(x.type, 0)),
+}  # fmt: skip
+
+
+def scalar_body(name: str, operand_elem: ir.Type, target: str = "cpu") -> Body:
+    if shapes.is_float(operand_elem) and target == "cuda" and name in CUDA_FLOAT_BODIES:
+        return CUDA_FLOAT_BODIES[name]
     if shapes.is_float(operand_elem):
         table = FLOAT_BODIES
     elif shapes.is_bool(operand_elem):

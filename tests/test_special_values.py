@@ -68,6 +68,7 @@ def _compare(fn, name: str, args: list[torch.Tensor]) -> None:
     rtol = RTOL.get(expected.dtype, 0)
     torch.testing.assert_close(actual, expected, rtol=rtol, atol=0, equal_nan=True, msg=lambda m: f"{args}\n{m}")
     if expected.is_floating_point():  # the sign of zero too (a NaN's sign bit means nothing)
+        actual, expected = actual.cpu(), expected.cpu()
         zeros = expected == 0
         assert torch.equal(actual[zeros].signbit(), expected[zeros].signbit()), (args, actual, expected)
 
@@ -77,22 +78,25 @@ def _values(dtype: torch.dtype) -> list:
 
 
 DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64]
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("op,name", UNARY, ids=[n for _, n in UNARY])
-def test_unary(op, name, dtype):
+def test_unary(op, name, dtype, device):
     if not dtype.is_floating_point and name in FLOAT_ONLY:
         pytest.skip(f"{name} on integers: computed in float (tested there)")
     if dtype.is_floating_point and name == "bitwise_not":
         pytest.skip("bitwise_not has no float form")
-    x = torch.tensor(_values(dtype), dtype=dtype)
+    x = torch.tensor(_values(dtype), dtype=dtype, device=device)
     _compare(lambda x: op(x), name, [x])
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("op,name", BINARY, ids=[n for _, n in BINARY])
-def test_binary(op, name, dtype):
+def test_binary(op, name, dtype, device):
     if not dtype.is_floating_point and name in FLOAT_ONLY:
         pytest.skip(f"{name} on integers: computed in float (tested there)")
     if dtype.is_floating_point and name.startswith("bitwise"):
@@ -109,4 +113,4 @@ def test_binary(op, name, dtype):
         finite = a.isfinite() & b.isfinite() & (b != 0)
         overflow = finite & (a.double() / b.double()).abs().gt(torch.finfo(dtype).max)
         a, b = a[~overflow], b[~overflow]
-    _compare(lambda a, b: op(a, b), name, [a, b])
+    _compare(lambda a, b: op(a, b), name, [a.to(device), b.to(device)])

@@ -1,0 +1,110 @@
+"""Eager's answer or eager's error on CUDA tensors (tests/test_eager_errors.py's
+cases, where CUDA's eager behaves as the CPU's): a bad index is a device-side
+assert reported at the next synchronization, as eager's CUDA kernels report it;
+special values, casts, INT_MIN / -1, long sums and output strides match eager's.
+
+Skipped without CUDA; `bash benchmarks/gpu_check.sh` runs it on the GPU host.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_same_outcome
+from test_eager_errors import BAD_INDICES, GOOD_INDICES
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def _cuda(args):
+    return tuple(a.cuda() if isinstance(a, torch.Tensor) else a for a in args)
+
+
+@pytest.mark.parametrize("name", [c[0] for c in BAD_INDICES[:6]] + ["embedding", "scatter_add", "max_unpool_negative"])
+def test_bad_index_is_a_device_assert(name):
+    """In a child process: a device-side assert poisons the CUDA context."""
+    code = textwrap.dedent(f"""
+        import sys, torch, mlirc
+        sys.path.insert(0, {str(__file__.rsplit("/", 1)[0])!r})
+        from test_eager_errors import BAD_INDICES
+        fn, args = next((f, a) for n, f, a in BAD_INDICES if n == {name!r})
+        args = tuple(a.cuda() for a in args)
+        try:
+            torch.compile(fn, backend="mlirc")(*args)
+            torch.cuda.synchronize()
+        except RuntimeError as err:
+            print("raised", "device-side assert" in str(err), mlirc.stats().fallback_nodes)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "raised True 0" in done.stdout, done.stdout + done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("name,fn,args", GOOD_INDICES, ids=[c[0] for c in GOOD_INDICES])
+def test_edge_indices(name, fn, args):
+    assert assert_same_outcome(fn, *_cuda(args)) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_int_min_by_minus_one(dtype):
+    info = torch.iinfo(dtype)
+    a = torch.tensor([info.min, info.max, 7, -7, 0], dtype=dtype, device="cuda")
+    b = torch.tensor([-1, -1, 2, -2, 3], dtype=dtype, device="cuda")
+    for op in (lambda a, b: a // b, lambda a, b: a % b, torch.fmod):
+        torch._dynamo.reset()
+        assert_same_outcome(op, a, b)
+
+
+SPECIAL = torch.tensor([float("nan"), float("inf"), -float("inf"), 7.0, -7.0, -0.0, 0.0, 1e-40, 3e38, 300.7, -2.5] * 3)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x // 3.0,
+        torch.sign,
+        lambda x: torch.relu(x),
+        lambda x: x.clamp(min=0.0),
+        lambda x: torch.maximum(x, x.flip(0)),
+        F.gelu,
+        torch.asinh,
+        lambda x: (x.long(), x.int(), x.to(torch.int8)),  # CUDA's saturating casts
+    ],
+)
+def test_float_special_values(fn):
+    x = SPECIAL.cuda()
+    expected, actual = fn(x), torch.compile(fn, backend="mlirc")(x)
+    for e, a in zip(*(v if isinstance(v, tuple) else (v,) for v in (expected, actual)), strict=True):
+        torch.testing.assert_close(a, e, equal_nan=True, rtol=4e-6, atol=0)
+
+
+@pytest.mark.parametrize("n", [2**24, 2**26])
+def test_long_sums(n):
+    x = torch.full((n,), 0.1, device="cuda")
+    exact = x.double().sum()
+    compiled = torch.compile(lambda x: x.sum(), backend="mlirc")
+    first, second = compiled(x), compiled(x)
+    assert torch.equal(first, second)
+    error = ((first.double() - exact) / exact).abs().item()
+    eager_error = ((x.sum().double() - exact) / exact).abs().item()
+    assert error <= max(eager_error, 2.0**-24), (error, eager_error)
+
+
+@pytest.mark.parametrize(
+    "fn,x",
+    [
+        (lambda x: x.t() * 2, torch.randn(5, 7)),
+        (lambda x: torch.relu(x), torch.randn(2, 3, 5, 5).to(memory_format=torch.channels_last)),
+        (lambda x: (x * 2).expand(4, 5), torch.randn(1, 5)),
+        (lambda x: x + 1, torch.randn(1, 9).expand(6, 9)),  # an expanded input read in place
+    ],
+)
+def test_output_strides(fn, x):
+    x = x.cuda()
+    expected, actual = fn(x), torch.compile(fn, backend="mlirc")(x)
+    torch.testing.assert_close(actual, expected)
+    assert actual.stride() == expected.stride()
