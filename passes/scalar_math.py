@@ -160,6 +160,16 @@ def _int_pow(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.select(negative, inverse, power)
 
 
+def _atan2(a: ir.Value, b: ir.Value) -> ir.Value:
+    """atan2 with both zeros spelled out: MLIR folds a constant atan2(0, 0) to NaN,
+    where libm (and eager) give +-0 or +-pi by the signs."""
+    zero = const(a.type, 0)
+    both_zero = arith.andi(arith.cmpf(arith.CmpFPredicate.OEQ, a, zero), arith.cmpf(arith.CmpFPredicate.OEQ, b, zero))
+    b_negative = _float_signbit(b)
+    at_zero = math.copysign(arith.select(b_negative, const(a.type, 3.141592653589793), zero), a)
+    return arith.select(both_zero, at_zero, math.atan2(a, b))
+
+
 def _sigmoid(x: ir.Value) -> ir.Value:
     one = const(x.type, 1)
     return arith.divf(one, arith.addf(one, math.exp(arith.negf(x))))
@@ -214,7 +224,7 @@ FLOAT_BODIES: dict[str, Body] = {
     "add": arith.addf, "sub": arith.subf, "mul": arith.mulf, "div": arith.divf, "floor_div": _float_floor_div,
     "remainder": _float_remainder, "fmod": arith.remf, "pow": math.powf, "maximum": _extremum("OGT", False),
     "minimum": _extremum("OLT", False), "fmax": _extremum("OGT", True, True), "fmin": _extremum("OLT", True, True),
-    "atan2": math.atan2,
+    "atan2": _atan2,
     "eq": _fcmp("OEQ"), "ne": _fcmp("UNE"), "lt": _fcmp("OLT"), "le": _fcmp("OLE"), "gt": _fcmp("OGT"), "ge": _fcmp("OGE"),
     "signbit": _float_signbit,
     "nextafter": _float_nextafter,

@@ -148,7 +148,7 @@ class Builder:
             big = torch.repeat_interleave(x, 2, dim=d)  # every other element is x's
             return big.narrow(d, 0, big.shape[d]).unflatten(d, (x.shape[d], 2)).select(d + 1, 0)
         if kind == "offset":
-            flat = torch.cat([torch.zeros(3, dtype=x.dtype), x.reshape(-1)])
+            flat = torch.cat([torch.zeros(3, dtype=x.dtype, device=x.device), x.reshape(-1)])
             return flat[3:].view(x.shape)
         if kind == "expanded" and x.dim() >= 1 and x.numel():
             d = rng.randrange(x.dim())
@@ -460,7 +460,9 @@ def indexing(b: Builder) -> str | None:
     if kind == "index_put" and t.numel() <= 4096:
         i = b.index_input(t.shape[0], [count], wraps=True)
         value = b.rng.choice(["1.0", "-2.0"]) if _is_float(t) else "1"
-        return b.emit(f"{x}.index_put(({i},), torch.tensor({value}, dtype={x}.dtype), accumulate={rng.random() < 0.5})")
+        return b.emit(
+            f"{x}.index_put(({i},), torch.tensor({value}, dtype={x}.dtype, device={x}.device), accumulate={rng.random() < 0.5})"
+        )
     if kind == "index_fill" and t.numel() <= 4096 and t.dtype != torch.bool:
         return b.emit(f"{x}.index_fill({d}, {b.index_input(size, [count], wraps=True)}, 2)")
     return None
@@ -582,7 +584,8 @@ def _float64_reference(graph: Graph, wobble: float = 0.0) -> tuple | None:
         if x.is_floating_point():
             x = x.double()
             if wobble:
-                x = x * (1 + wobble * torch.randn(x.shape, dtype=torch.float64, generator=_WOBBLE.manual_seed(0)))
+                noise = torch.randn(x.shape, dtype=torch.float64, generator=_WOBBLE.manual_seed(0)).to(x.device)
+                x = x * (1 + wobble * noise)
         inputs.append(x)
     return _run(graph.function(), inputs).values
 
