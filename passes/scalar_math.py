@@ -39,7 +39,8 @@ def _int_sign(x: ir.Value) -> ir.Value:
 
 
 def _float_remainder(a: ir.Value, b: ir.Value) -> ir.Value:
-    r = arith.remf(a, b)
+    # fmod's sign is a's, zeros included (NVPTX's frem loses a -0.0)
+    r = math.copysign(arith.remf(a, b), a)
     zero = const(a.type, 0)
     fix = arith.andi(
         arith.cmpf(arith.CmpFPredicate.ONE, r, zero),
@@ -147,12 +148,26 @@ def _acosh(x: ir.Value) -> ir.Value:
     return arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, const(x.type, 1)), const(x.type, float("nan")), result)
 
 
+def _square_and_multiply(a: ir.Value, b: ir.Value) -> ir.Value:
+    """a ** b for b >= 0, wrapping as eager's: one step per bit of b, unrolled (Triton
+    has no math.ipowi; LLVM folds the steps away for a constant exponent)."""
+    result, base = const(a.type, 1), a
+    one = const(b.type, 1)
+    for bit in range(ir.IntegerType(b.type).width - 1):
+        set_here = arith.cmpi(
+            arith.CmpIPredicate.ne, arith.andi(arith.shrsi(b, const(b.type, bit)), one), const(b.type, 0)
+        )
+        result = arith.select(set_here, arith.muli(result, base), result)
+        base = arith.muli(base, base)
+    return result
+
+
 def _int_pow(a: ir.Value, b: ir.Value) -> ir.Value:
     """ATen's integer pow: a negative exponent gives 1 for a base of 1, +-1 for -1 and
     0 otherwise (math.ipowi would divide by a zero base there)."""
     zero, one = const(b.type, 0), const(a.type, 1)
     negative = arith.cmpi(arith.CmpIPredicate.slt, b, zero)
-    power = math.ipowi(a, arith.select(negative, zero, b))
+    power = _square_and_multiply(a, arith.select(negative, zero, b))
     odd = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(b, const(b.type, 1)), const(b.type, 0))
     minus_one = arith.select(odd, const(a.type, -1), one)
     inverse = arith.select(arith.cmpi(arith.CmpIPredicate.eq, a, const(a.type, -1)), minus_one, const(a.type, 0))
@@ -222,7 +237,7 @@ FLOAT_BODIES: dict[str, Body] = {
     "relu": lambda x: _extremum("OGT", ties_to_first=True)(x, const(x.type, 0)),
     "isnan": lambda x: arith.cmpf(arith.CmpFPredicate.UNO, x, x), "isinf": _float_isinf,
     "add": arith.addf, "sub": arith.subf, "mul": arith.mulf, "div": arith.divf, "floor_div": _float_floor_div,
-    "remainder": _float_remainder, "fmod": arith.remf, "pow": math.powf, "maximum": _extremum("OGT", False),
+    "remainder": _float_remainder, "fmod": lambda a, b: math.copysign(arith.remf(a, b), a), "pow": math.powf, "maximum": _extremum("OGT", False),
     "minimum": _extremum("OLT", False), "fmax": _extremum("OGT", True, True), "fmin": _extremum("OLT", True, True),
     "atan2": _atan2,
     "eq": _fcmp("OEQ"), "ne": _fcmp("UNE"), "lt": _fcmp("OLT"), "le": _fcmp("OLE"), "gt": _fcmp("OGT"), "ge": _fcmp("OGE"),

@@ -74,7 +74,9 @@ def compile_ttir(kernel: TritonKernel, target: object):
     import triton
 
     path = ttir_file(kernel)
-    options = {"num_warps": kernel.num_warps, "enable_fp_fusion": True}
+    # enable_reflect_ftz=False: libdevice's math then keeps denormals, as eager's CUDA
+    # kernels do (Triton flushes them to zero by default: sqrt(1e-40) was 0).
+    options = {"num_warps": kernel.num_warps, "enable_fp_fusion": True, "enable_reflect_ftz": False}
     if kernel.num_stages is not None:
         options["num_stages"] = kernel.num_stages
     try:
