@@ -40,6 +40,9 @@ LIBDEVICE = {
     **{f"math.{n}": n for n in "acos asin acosh asinh atanh atan2 copysign".split()},
     "math.roundeven": "rint",
     "math.powf": "pow",
+    # exact, as eager's ::fmod: NVPTX expands frem as a - trunc(a / b) * b, which
+    # overflows (inf) for a tiny divisor
+    "arith.remf": "fmod",
 }
 # Triton lowers these natively in f32 only (fast approximations); in f64 they are
 # libdevice calls (special functions compute in f64: passes/special_math.py).
