@@ -52,11 +52,19 @@ class _RegionModule(torch.nn.Module):
         return out[0] if self.single_output else out
 
 
+def _dynamo_control_flow(err: Exception) -> bool:
+    """Dynamo's own signals (restart the analysis, skip a frame) pass through a
+    backend as exceptions: they are not failures, and swallowing one breaks Dynamo."""
+    return isinstance(err, torch._dynamo.exc.TorchDynamoException)
+
+
 def _try_compile(gm: fx.GraphModule, device: torch.device, autotune: bool = False) -> Callable | None:
     st = stats()
     try:
         region = compile_region(gm, device, autotune)
     except Exception as err:  # not only MlircError: no internal error reaches the user
+        if _dynamo_control_flow(err):
+            raise
         st.failed_regions += 1
         st.fallback_nodes += _compute_nodes(gm)
         text = str(err) if isinstance(err, MlircError) else f"internal error: {type(err).__name__}: {err}"
@@ -90,7 +98,7 @@ def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], mode: st
     try:
         fn = _compile_fx_graph(gm, example_inputs, autotune=mode in AUTOTUNE_MODES)
     except Exception as err:  # partitioning failed (a region's own failure is handled in _try_compile)
-        if config.strict:
+        if config.strict or _dynamo_control_flow(err):
             raise
         st = stats()
         st.failed_regions += 1
@@ -155,11 +163,11 @@ def mlirc_backend(
             decompositions=decomposition_table(),
         )(gm, example_inputs)
     except Exception as err:  # AOTAutograd itself failed (torch 2.11 asserts on some decomposed copies)
-        if config.strict:
+        if config.strict or _dynamo_control_flow(err):
             raise
         st = stats()
         st.failed_regions += 1
-        st.fallback_ops[f"AOTAutograd failed: {type(err).__name__}: {str(err).splitlines()[0][:120]}"] += 1
+        st.fallback_ops[f"AOTAutograd failed: {type(err).__name__}: {str(err)[:120]}"] += 1
         log.debug("AOTAutograd failed", exc_info=True)
         warnings.warn(f"mlirc: a graph runs eagerly because AOTAutograd failed on it: {err!r}"[:500], stacklevel=2)
         return gm
