@@ -131,9 +131,24 @@ def in_place_operands(kernel: func.FuncOp) -> list[int]:
             "tensor.collapse_shape",
         ):
             source = source.owner.operation.operands[0]
-        if source in args and _is_identity(amap) and operand.type == out_type:
+        if source in args and _is_identity(amap) and operand.type == out_type and _read_in_place(source, generic, maps):
             found.append(args.index(source))
-    return found
+    return sorted(set(found))
+
+
+def _read_in_place(value: ir.Value, generic: ir.Operation, maps: list) -> bool:
+    """Is every read of `value` (through reshapes) a generic operand at the element
+    written?  A read elsewhere -- a gather's tensor.extract in the body (a flip) --
+    would see elements the kernel has already overwritten."""
+    inputs = len(generic.operands) - len(generic.results)
+    for use in value.uses:
+        user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if user.name in ("tensor.expand_shape", "tensor.collapse_shape"):
+            if not _read_in_place(user.results[0], generic, maps):
+                return False
+        elif user != generic or use.operand_number >= inputs or not _is_identity(maps[use.operand_number]):
+            return False
+    return True
 
 
 def _unit_slices(layout: layouts.Layout) -> str:

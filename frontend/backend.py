@@ -92,9 +92,15 @@ CUDA_GRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
 AUTOTUNE_MODES = frozenset({"max-autotune", "max-autotune-no-cudagraphs"})
 
 
-def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], mode: str = "default") -> Callable:
+def compile_fx_graph(
+    gm: fx.GraphModule, example_inputs: Sequence[Any], mode: str = "default", user_outputs: list | None = None
+) -> Callable:
     """An AOTAutograd fw/bw compiler: a callable with the graph's semantics, taking
-    its arguments boxed (one list), which is the convention AOTAutograd expects."""
+    its arguments boxed (one list), which is the convention AOTAutograd expects.
+    `user_outputs`: the Dynamo graph's outputs (fake tensors), whose strides the
+    forward graph's results keep (see _keep_user_strides)."""
+    if user_outputs is not None:
+        _keep_user_strides(gm, user_outputs)
     try:
         fn = _compile_fx_graph(gm, example_inputs, autotune=mode in AUTOTUNE_MODES)
     except Exception as err:  # partitioning failed (a region's own failure is handled in _try_compile)
@@ -103,7 +109,7 @@ def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], mode: st
         st = stats()
         st.failed_regions += 1
         st.fallback_nodes += _compute_nodes(gm)
-        st.fallback_ops[f"graph failed: {type(err).__name__}: {str(err).splitlines()[0][:120]}"] += 1
+        st.fallback_ops[f"graph failed: {type(err).__name__}: {str(err)[:120]}"] += 1
         log.debug("graph failed", exc_info=True)
         warnings.warn(f"mlirc: a graph runs eagerly because partitioning failed: {err!r}", stacklevel=2)
         fn = gm
@@ -112,6 +118,29 @@ def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], mode: st
 
         fn = CudaGraphed(fn)
     return make_boxed_func(fn)
+
+
+EAGER_STRIDES = "mlirc_eager_strides"  # output node meta: the strides each result must have
+
+
+def _keep_user_strides(gm: fx.GraphModule, user_outputs: list) -> None:
+    """Decompositions change strides: a decomposed batch norm follows its input's
+    layout where eager's kernel returns a contiguous tensor.  The Dynamo graph's
+    outputs carry eager's strides, so where the forward graph's results are those
+    outputs one for one (inference, nothing mutated or aliased), its output node
+    records them for the importer (Inductor keeps them the same way)."""
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    results = output.args[0] if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+    if len(results) != len(user_outputs):
+        return
+    strides = []
+    for node, user in zip(results, user_outputs, strict=True):
+        meta = node.meta.get("val") if isinstance(node, fx.Node) else None
+        same = isinstance(meta, torch.Tensor) and isinstance(user, torch.Tensor)
+        if not same or tuple(meta.shape) != tuple(user.shape) or meta.dtype != user.dtype:
+            return
+        strides.append(tuple(user.stride()))
+    output.meta[EAGER_STRIDES] = strides
 
 
 def _compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], autotune: bool = False) -> Callable:
@@ -155,11 +184,13 @@ def mlirc_backend(
         raise MlircError(f"mlirc: unknown torch.compile mode {mode!r}; expected one of {sorted(MODES)}")
     if options:
         raise MlircError(f"mlirc: torch.compile options are not supported: {sorted(options)}")
-    compiler = functools.partial(compile_fx_graph, mode=mode)
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    results = output.args[0] if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+    user_outputs = [n.meta.get("example_value") if isinstance(n, fx.Node) else None for n in results]
     try:
         return aot_autograd(
-            fw_compiler=compiler,
-            bw_compiler=compiler,
+            fw_compiler=functools.partial(compile_fx_graph, mode=mode, user_outputs=user_outputs),
+            bw_compiler=functools.partial(compile_fx_graph, mode=mode),
             decompositions=decomposition_table(),
         )(gm, example_inputs)
     except Exception as err:  # AOTAutograd itself failed (torch 2.11 asserts on some decomposed copies)

@@ -189,7 +189,10 @@ class FxImporter:
                         continue
                     with ir.Location.name(_location_name(node)):
                         values[node] = self._lower_node(node, lctx, LOWERINGS)
-                result_layouts = [_layout_of(n) for n in outputs]
+                eager_strides = output_node.meta.get("mlirc_eager_strides") or [None] * len(outputs)
+                if len(eager_strides) != len(outputs):  # None outputs (no gradient) were left out
+                    eager_strides = [None] * len(outputs)
+                result_layouts = [_layout_of(n, s) for n, s in zip(outputs, eager_strides, strict=True)]
                 results = [
                     _to_buffer(self._checked_output(values[n], n), layout)
                     for n, layout in zip(outputs, result_layouts, strict=True)
@@ -198,7 +201,7 @@ class FxImporter:
                 returned = results + [ok for ok, _ in lctx.checks]
                 func.ReturnOp(returned)
             fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [v.type for v in returned]))
-            self._describe_entry(fn, lctx, arg_layouts, result_layouts, outputs)
+            self._describe_entry(fn, lctx, arg_layouts, result_layouts, outputs, eager_strides)
             try:
                 module.operation.verify()
             except ir.MLIRError as err:
@@ -209,7 +212,13 @@ class FxImporter:
         return module
 
     def _describe_entry(
-        self, fn: func.FuncOp, lctx: LoweringContext, arg_layouts: list, result_layouts: list, outputs: list
+        self,
+        fn: func.FuncOp,
+        lctx: LoweringContext,
+        arg_layouts: list,
+        result_layouts: list,
+        outputs: list,
+        eager_strides: list,
     ) -> None:
         """What the host wrapper needs beyond the types: checks, layouts, eager's strides."""
         fn.attributes["mlirc.entry"] = ir.UnitAttr.get()
@@ -220,7 +229,9 @@ class FxImporter:
         if any(result_layouts):
             fn.attributes[layouts.RESULT_LAYOUTS_ATTR] = layouts.encode(result_layouts)
         metas = [node_meta(n) for n in outputs]
-        fn.attributes[layouts.RESULT_EAGER_ATTR] = layouts.encode_eager([(m.shape, m.stride()) for m in metas])
+        fn.attributes[layouts.RESULT_EAGER_ATTR] = layouts.encode_eager(
+            [(m.shape, s or m.stride()) for m, s in zip(metas, eager_strides, strict=True)]
+        )
 
     def _buffer_type(self, node: fx.Node, layout: layouts.Layout | None) -> ir.Type:
         """An argument's type: the tensor's, or the dense buffer its layout holds it in."""
@@ -257,11 +268,13 @@ class FxImporter:
         return value
 
 
-def _layout_of(node: fx.Node) -> layouts.Layout | None:
+def _layout_of(node: fx.Node, strides: tuple[int, ...] | None = None) -> layouts.Layout | None:
+    """The layout of a placeholder or result: its meta's strides, or `strides` (eager's,
+    where decompositions changed them: mlirc.frontend.backend._keep_user_strides)."""
     meta = node_meta(node)
     if not isinstance(meta, torch.Tensor):
         return None
-    return layouts.plan(tuple(meta.shape), tuple(meta.stride()))
+    return layouts.plan(tuple(meta.shape), tuple(strides or meta.stride()))
 
 
 def _from_buffer(arg: ir.Value, layout: layouts.Layout | None, shape: tuple[int, ...]) -> ir.Value:

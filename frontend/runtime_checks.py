@@ -39,10 +39,13 @@ class IndexRule:
     # nothing, unless it validates its indices up front.
     checks_up_front: bool = False
     error_empty_dim: str | None = None  # raised (whatever the result) for any index into a dim of size 0
+    error_int: str | None = None  # another type where the indexed tensor is integer or bool
 
-    def error_for(self, shape: Sequence[int], dim: int) -> str:
+    def error_for(self, shape: Sequence[int], dim: int, floating: bool = True) -> str:
         if self.error_empty_dim and shape and not shape[dim]:
             return self.error_empty_dim
+        if self.error_int and not floating:
+            return self.error_int
         if self.error_empty and len(shape) > 1 and not math.prod(shape):
             return self.error_empty
         return self.error_1d if len(shape) <= 1 and self.error_1d else self.error
@@ -61,11 +64,11 @@ INDEX_RULES: dict[str, IndexRule] = {
     "scatter": IndexRule("RuntimeError", _BOUNDS),
     "scatter_add": IndexRule("RuntimeError", _BOUNDS),
     "scatter_reduce": IndexRule("RuntimeError", _BOUNDS),
-    "index_add": IndexRule("RuntimeError", _BOUNDS, error_1d="IndexError"),
+    "index_add": IndexRule("RuntimeError", _BOUNDS, error_1d="IndexError", error_int="IndexError"),
     "index_copy": IndexRule("IndexError", "index_copy_(): " + _BOUNDS),
     "index_fill": IndexRule("IndexError", _BOUNDS, wraps=True, error_empty_dim="RuntimeError"),
-    "index": IndexRule("IndexError", _BOUNDS, wraps=True),
-    "index_put": IndexRule("IndexError", _BOUNDS, wraps=True, checks_up_front=True),
+    "index": IndexRule("IndexError", _BOUNDS, wraps=True, error_empty_dim="IndexError"),
+    "index_put": IndexRule("IndexError", _BOUNDS, wraps=True, error_empty_dim="IndexError"),
     "take": IndexRule("IndexError", "out of range: an index outside a tensor of {size} elements", wraps=True),
     "nll_loss_forward": IndexRule("IndexError", "Target out of bounds (a class index outside [0, {size}))"),
     "nll_loss2d_forward": IndexRule("IndexError", "Target out of bounds (a class index outside [0, {size}))"),
@@ -111,7 +114,8 @@ def check_index(lctx: LoweringContext, node: fx.Node, index: ir.Value, shape: Se
         b.elementwise("lt", index, b.scalar_constant(size, elem)),
     )
     message = rule.message.format(dim=dim, size=size) + f" (mlirc: aten.{op}, an index outside [{low}, {size}))"
-    lctx.require(ok, RuntimeCheck(rule.error_for(shape, dim), message))
+    floating = node_meta(node.args[0]).dtype.is_floating_point if isinstance(node.args[0], fx.Node) else True
+    lctx.require(ok, RuntimeCheck(rule.error_for(shape, dim, floating), message))
 
 
 def _result_elements(node: fx.Node) -> int:
