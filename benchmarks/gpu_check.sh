@@ -3,7 +3,8 @@
 # (table last).  The host has torch + Triton but no MLIR bindings and no package index
 # (../shared/device/README.md): the bindings come from .device/.
 #   bash benchmarks/gpu_check.sh [gpu_bench.py arguments, e.g. --cases mlp,bert]
-#   SKIP_TESTS=1 / SKIP_OPINFO=1 / SKIP_BENCH=1 skip a part; PYTEST_K=expr selects tests;
+#   SKIP_TESTS=1 / SKIP_FUZZ=1 / SKIP_OPINFO=1 / SKIP_BENCH=1 skip a part; PYTEST_K=expr selects tests;
+#   FUZZ_COUNT (default 2000) random graphs for the CUDA fuzzer;
 #   OPINFO_DTYPES (default float32,float16,bfloat16) and OPINFO_OPS narrow the sweep.
 # The OpInfo sweep needs `expecttest` (torch's test helpers import it), which the host
 # lacks: copy it into .device/pylib (see the README's GPU section).
@@ -16,8 +17,21 @@ export PYTHONPATH=/tmp/site:$PWD/.device/pylib MLIRC_CACHE_DIR=/tmp/mlirc-cache
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
 status=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_codegen.py ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tail -15
+  python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_codegen.py tests/test_gpu_errors.py \
+    ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tail -15
   status=${PIPESTATUS[0]}
+  python3 -m pytest -q -p no:cacheprovider tests/test_special_values.py -k cuda 2>&1 | tail -5
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+if [ "${SKIP_FUZZ:-0}" != 1 ]; then
+  # the differential fuzzer on CUDA tensors, one process per seed (FUZZ_COUNT graphs in all)
+  jobs=$(( $(nproc) - 3 )); per=$(( ${FUZZ_COUNT:-2000} / jobs + 1 ))
+  for s in $(seq 1 $jobs); do
+    (cd tests && python3 fuzz_graphs.py --count $per --seed $((900 + s)) --device cuda > "/tmp/fuzz-cuda-$s.log" 2>&1) &
+  done
+  wait
+  grep -h "graphs on" /tmp/fuzz-cuda-*.log
+  grep -h "^==== graph" /tmp/fuzz-cuda-*.log && status=1
 fi
 if [ "${SKIP_OPINFO:-0}" != 1 ]; then
   # the CI sample of the OpInfo sweep on CUDA tensors: no case may be wrong
