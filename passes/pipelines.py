@@ -25,12 +25,16 @@ from mlirc.passes import (  # noqa: F401
     gpu_matmul,
     lower_to_linalg,
     outline_library_calls,
+    slice_broadcasts,
     split_reductions,
     transpose_views,
 )
 from mlirc.passes.registry import register_pipeline
 
-LINALG = ["mlirc-outline-library-calls", "mlirc-split-reductions", "mlirc-lower-to-linalg", "canonicalize", "cse"]
+LINALG = [
+    "mlirc-outline-library-calls", "mlirc-split-reductions", "mlirc-slice-broadcasts", "mlirc-lower-to-linalg",
+    "canonicalize", "cse",
+]  # fmt: skip
 # CPU only, before fusion: the layout permutes and contractions they add fuse into their neighbours.
 CPU_LAYOUT = ["mlirc-cpu-skinny-matmul", "mlirc-cpu-channels-last", "canonicalize", "cse"]
 KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-transpose-views"]

@@ -32,12 +32,15 @@ def compile_and_compare(fn, *args, rtol=1e-4, atol=1e-4, expect_no_fallback=True
 def wrapper_source(fn, args, tmp_path) -> str:
     """The host wrappers mlirc generates for fn(*args) (each region's, in order)."""
     config.dump_dir = str(tmp_path)
+    torch._dynamo.reset()  # compiled afresh, or nothing is dumped
     try:
         torch.compile(fn, backend="mlirc")(*args)
     finally:
         config.dump_dir = None
         torch._dynamo.reset()
-    return "\n".join(open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.wrapper.py")))
+    sources = [open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.wrapper.py"))]
+    assert sources, "no region was compiled"
+    return "\n".join(sources)
 
 
 def outcome(fn, *args):

@@ -2,7 +2,9 @@
 
 import pytest
 import torch
-from conftest import compile_and_compare
+from conftest import compile_and_compare, wrapper_source
+
+from mlirc.config import config
 
 X = torch.randn(4, 5, 6)
 IDX = torch.tensor([0, -1, 2])
@@ -192,3 +194,21 @@ def test_cdist_and_pdist(p):
     compile_and_compare(lambda x, y: torch.cdist(x, y, p), a, c)
     torch._dynamo.reset()
     compile_and_compare(lambda x: torch.nn.functional.pdist(x, p), torch.randn(9, 4))
+
+
+@pytest.mark.parametrize(
+    "fn,base,large",
+    [
+        (lambda b: b.expand(5000, 5000)[:10, :7] * 2, torch.randn(5000, 1), "5000, 5000"),
+        (lambda b: b.expand(3, 500, 5000)[1, 5:9, ::700] + 1, torch.randn(1, 1, 5000), "500, 5000"),  # a select, slices
+        (lambda b: b.sum(0) + 1, torch.randn(1, 5000).expand(5000, 5000), "5000, 5000"),  # an expanded input
+    ],
+)
+def test_expanded_tensors_are_never_materialized(fn, base, large, tmp_path, monkeypatch):
+    """mlirc-slice-broadcasts and the input layouts: no buffer of the expanded size."""
+    monkeypatch.setattr(config, "scratch_mb", 0)  # every buffer an empty_strided line
+    compile_and_compare(fn, base)
+    source = wrapper_source(fn, (base,), tmp_path)
+    assert large not in source and ".contiguous()" not in source.replace(
+        "if arg0.is_contiguous() else arg0.contiguous()", ""
+    )
