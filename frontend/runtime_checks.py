@@ -3,7 +3,7 @@ out of range and for an integer division by zero (mlirc.dialects.runtime_checks
 says how they reach the user).
 
 A check costs a pass over the index (or divisor) tensor, not over the gathered
-data, and is left out where the values are known to be in range: `known_range`
+data, and is left out where the values are known to be in range: `value_range`
 follows constants, iotas (arange), clamps and the integer arithmetic on them.
 The exception type and message follow the op the user called: a decomposed
 `nll_loss` gathers, but eager raises IndexError("Target ... is out of bounds").
