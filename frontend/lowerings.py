@@ -423,9 +423,6 @@ def _gelu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         gate = b.elementwise("add", b.elementwise("tanh", inner), c(1.0))
     else:
         gate = b.elementwise("add", b.elementwise("erf", b.elementwise("mul", x, c(0.7071067811865476))), c(1.0))
-        meta = node_meta(node.args[0])
-        if meta.device.type == "cpu" and dtype == torch.float32:  # eager's float32 CPU vector code: NaN for +inf
-            gate = b.elementwise("select", b.elementwise("eq", x, c(math.inf)), c(math.nan), gate)
     return b.elementwise("mul", b.elementwise("mul", x, gate), c(0.5))
 
 
