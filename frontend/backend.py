@@ -54,8 +54,13 @@ class _RegionModule(torch.nn.Module):
 
 def _dynamo_control_flow(err: Exception) -> bool:
     """Dynamo's own signals (restart the analysis, skip a frame) pass through a
-    backend as exceptions: they are not failures, and swallowing one breaks Dynamo."""
-    return isinstance(err, torch._dynamo.exc.TorchDynamoException)
+    backend as exceptions: they are not failures, and swallowing one breaks Dynamo.
+    A data-dependent output (`.item()` of a traced tensor) is one too: Dynamo splits
+    the graph around it, so the rest still compiles, where catching it here would
+    run the whole graph eagerly."""
+    return isinstance(
+        err, (torch._dynamo.exc.TorchDynamoException, *torch._dynamo.exc.exceptions_allowed_to_be_fallback)
+    )
 
 
 def _try_compile(gm: fx.GraphModule, device: torch.device, autotune: bool = False) -> Callable | None:
@@ -198,7 +203,8 @@ def mlirc_backend(
             raise
         st = stats()
         st.failed_regions += 1
-        st.fallback_ops[f"AOTAutograd failed: {type(err).__name__}: {str(err)[:120]}"] += 1
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        st.fallback_ops[f"AOTAutograd failed: {type(err).__name__}: {first_line[:120]}"] += 1
         log.debug("AOTAutograd failed", exc_info=True)
         warnings.warn(f"mlirc: a graph runs eagerly because AOTAutograd failed on it: {err!r}"[:500], stacklevel=2)
         return gm

@@ -65,6 +65,16 @@ EXTRA = (
 )
 
 
+def _take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    # PyTorch's own decomposition indexes with Python's [], which reads a 0-d index
+    # as an integer (`.item()`): a data-dependent value AOTAutograd cannot trace.
+    return aten.index.Tensor(self.reshape(-1), [index])
+
+
+# Our decompositions where PyTorch's does not trace.
+OVERRIDES = {aten.take.default: _take}
+
+
 def decomposition_table() -> dict[Any, Any]:
     from mlirc.config import config
 
@@ -79,6 +89,7 @@ def _table(library_kernels: bool) -> dict[Any, Any]:
     for op in EXTRA:
         if op not in LOWERINGS and op in all_decompositions:
             table.setdefault(op, all_decompositions[op])
+    table.update(OVERRIDES)
     for op in KEEP + (LIBRARY_KEEP if library_kernels else ()):
         table.pop(op, None)
     return table

@@ -258,7 +258,8 @@ def _reaches_compute(call_all, inputs) -> bool:
 
 def _fallback_reason(stats) -> str:
     if stats.fallback_ops:
-        return "; ".join(sorted(stats.fallback_ops))[:200]
+        # One line: the expectations file is a TSV with one case per line.
+        return " ".join("; ".join(sorted(stats.fallback_ops)).split())[:200]
     return f"{stats.failed_regions} region(s) failed to compile"
 
 

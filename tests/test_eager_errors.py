@@ -47,6 +47,7 @@ BAD_INDICES = [
     ("index_reduce", lambda x, i: x.index_reduce(0, i, x[:1], "amax"), (X, T([3]))),
     ("take", lambda x, i: torch.take(x, i), (X, T([12]))),
     ("take_negative", lambda x, i: torch.take(x, i), (X, T([-13]))),
+    ("take_0d", lambda x, i: torch.take(x, i), (torch.randn(()), T(1))),  # a 0-d index: not `.item()`
     ("nll_loss", lambda x, t: F.nll_loss(x, t), (X, T([0, 4, 1]))),
     ("cross_entropy", lambda x, t: F.cross_entropy(x, t), (X, T([0, -1, 1]))),
     (
@@ -63,6 +64,7 @@ GOOD_INDICES = [
     ("getitem_negative", lambda x, i: x[i], (X, T([-3, 2]))),
     ("index_fill_negative", lambda x, i: x.index_fill(0, i, 1.0), (X, T([-1]))),
     ("take_negative", lambda x, i: torch.take(x, i), (X, T([-12, 11]))),
+    ("take_0d", lambda x, i: torch.take(x, i), (X, T(-5))),
     ("nll_loss_ignore", lambda x, t: F.nll_loss(x, t), (X, T([0, -100, 3]))),
     ("index_empty", lambda x, i: x[i], (X, T([], dtype=torch.int64))),
 ]
