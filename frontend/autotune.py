@@ -22,7 +22,7 @@ import torch.fx as fx
 from mlirc.backends import disk_cache
 from mlirc.backends.gpu.compiler import cache_dir
 from mlirc.config import config
-from mlirc.frontend.importer import node_meta
+from mlirc.frontend.lowerings.api import node_meta
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
 from mlirc.dialects import make_context
 from mlirc.errors import MlircError, PipelineError
-from mlirc.frontend.importer import FxImporter, constant_inputs, node_meta
+from mlirc.frontend.importer import FxImporter, constant_inputs
+from mlirc.frontend.lowerings.api import node_meta
 from mlirc.passes.pipelines import STAGES
 from mlirc.passes.registry import run_passes
 

@@ -20,6 +20,8 @@ import torch
 from torch._decomp import core_aten_decompositions
 from torch._decomp import decomposition_table as all_decompositions
 
+from mlirc.frontend.lowerings import LOWERINGS
+
 aten = torch.ops.aten
 
 # max_unpool: its decomposition scatters into the flattened tensor, where an index
@@ -83,8 +85,6 @@ def decomposition_table() -> dict[Any, Any]:
 
 @functools.cache
 def _table(library_kernels: bool) -> dict[Any, Any]:
-    from mlirc.frontend.lowerings import LOWERINGS
-
     table = dict(core_aten_decompositions())
     for op in EXTRA:
         if op not in LOWERINGS and op in all_decompositions:

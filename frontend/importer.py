@@ -1,7 +1,7 @@
 """FX (ATen) graph -> `mlirc` dialect on tensors.
 
 The importer walks the graph in order and maps each node through the lowering
-table in `lowerings.py` (keyed by ATen OpOverload).  Types come from each node's
+table of `mlirc.frontend.lowerings` (keyed by ATen OpOverload).  Types come from each node's
 FakeTensor metadata through `shapes.torch_tensor_type`, the one place that would
 emit `?` for symbolic dims.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -20,135 +19,18 @@ from mlir.dialects import func
 
 from mlirc.dialects import builders, layouts, shapes
 from mlirc.dialects.mlirc_dialect import TARGET_ATTR, make_context
-from mlirc.dialects.runtime_checks import CHECKS_ATTR, RuntimeCheck, encode
+from mlirc.dialects.runtime_checks import CHECKS_ATTR, encode
 from mlirc.dialects.verifier import verify_ops
 from mlirc.errors import UnsupportedOpError, VerificationError
+from mlirc.frontend.lowerings import LOWERINGS
+from mlirc.frontend.lowerings.api import LoweringContext, attr_value, node_meta
 
 log = logging.getLogger(__name__)
 
 
-def node_meta(node: fx.Node) -> Any:
-    meta = node.meta.get("val", node.meta.get("example_value"))
-    if meta is None and node.op == "get_attr":
-        return _attr_value(node)
-    return meta
-
-
-class LoweringContext:
-    """What a lowering function sees: the node's values, metadata and helpers."""
-
-    def __init__(self, values: dict[fx.Node, Any]) -> None:
-        self.values = values
-        self.checks: list[tuple[ir.Value, RuntimeCheck]] = []  # (0-d i1 "ok", what eager raises)
-
-    def require(self, ok: ir.Value, check: RuntimeCheck) -> None:
-        """Raise `check` at run time unless every element of the i1 tensor `ok` holds
-        (see mlirc.dialects.runtime_checks)."""
-        if shapes.shape_of(ok):
-            ok = builders.reduce("reduce_all", ok, list(range(len(shapes.shape_of(ok)))), False)
-        self.checks.append((ok, check))
-
-    def value(self, arg: Any, like: ir.Value | None = None, elem: ir.Type | None = None) -> ir.Value:
-        """An fx argument as an IR value; Python scalars become 0-d constants."""
-        if isinstance(arg, fx.Node):
-            return self.values[arg]
-        if isinstance(arg, (bool, int, float)):
-            if elem is None:
-                elem = shapes.elem_of(like) if like is not None else ir.F32Type.get()
-            return builders.scalar_constant(arg, elem)
-        raise VerificationError(f"cannot use {arg!r} as a tensor operand")
-
-    def typed(self, arg: Any, dtype: torch.dtype) -> ir.Value:
-        """An fx argument converted to `dtype` (the op's computation dtype)."""
-        elem = shapes.element_type(dtype)
-        if isinstance(arg, fx.Node):
-            return builders.convert(self.values[arg], elem)
-        return builders.scalar_constant(arg, elem)
-
-
-def _meta_of_arg(arg: Any) -> Any:
-    return node_meta(arg) if isinstance(arg, fx.Node) else arg
-
-
-def result_dtype(*args: Any) -> torch.dtype:
-    """torch's type promotion over tensors and Python scalars."""
-    metas = [_meta_of_arg(a) for a in args]
-    tensors = [m for m in metas if isinstance(m, torch.Tensor)]
-    if len(metas) == 1:
-        return tensors[0].dtype
-    return torch.result_type(*metas[:2]) if len(metas) == 2 else _promote_many(metas)
-
-
-def _promote_many(metas: Sequence[Any]) -> torch.dtype:
-    dtype = torch.result_type(metas[0], metas[1])
-    for m in metas[2:]:
-        dtype = torch.promote_types(
-            dtype, m.dtype if isinstance(m, torch.Tensor) else torch.result_type(torch.empty((), dtype=dtype), m)
-        )
-    return dtype
-
-
-CPU_EAGER_DTYPES = frozenset({torch.float16, torch.bfloat16})
-_aten = torch.ops.aten
-# Ops that move or convert half values without computing on them.
-HALF_SAFE_OPS = frozenset(
-    {_aten.view.default, _aten._unsafe_view.default, _aten.permute.default, _aten.clone.default,
-     _aten.expand.default, _aten.slice.Tensor, _aten.select.int, _aten.squeeze.dim, _aten.unsqueeze.default,
-     _aten.t.default, _aten.transpose.int, _aten.alias.default}
-)  # fmt: skip
-
-
-def unsupported_reason(node: fx.Node) -> str | None:
-    """Why `node` cannot be imported, or None when it can (used by the partitioner)."""
-    from mlirc.frontend.lowerings import CHECKS, LOWERINGS
-
-    if node.op != "call_function":
-        return None
-    if node.target is operator.getitem:
-        return None
-    if node.target not in LOWERINGS:
-        return "no lowering"
-    for meta in _tensor_metas(node):
-        if not shapes.is_supported_dtype(meta.dtype):
-            return f"dtype {meta.dtype} not supported"
-        if any(not isinstance(d, int) for d in meta.shape):
-            return "symbolic shapes not supported yet"
-    half = _half_input_on_cpu(node)
-    if half is not None:
-        return half
-    check = CHECKS.get(node.target)
-    return check(node) if check else None
-
-
-def _half_input_on_cpu(node: fx.Node) -> str | None:
-    """Eager computes float16/bfloat16 ops in float32 (opmath) and rounds once; the
-    CPU code rounds after every op and accumulates reductions in the half type, so
-    ops that compute on half inputs run eagerly there (MLIRC_CPU_HALF=1 compiles them
-    anyway).  Casts into a half type round once either way; the GPU backend keeps
-    float32 intermediates and compiles them all."""
-    from mlirc.config import config
-
-    if config.cpu_half or node.target in HALF_SAFE_OPS:
-        return None
-    for arg in node.all_input_nodes:
-        meta = node_meta(arg)
-        if isinstance(meta, torch.Tensor) and meta.dtype in CPU_EAGER_DTYPES and meta.device.type == "cpu":
-            return f"{meta.dtype} computes eagerly on the CPU"
-    return None
-
-
-def _tensor_metas(node: fx.Node) -> list[torch.Tensor]:
-    metas = [node_meta(node)]
-    metas += [node_meta(a) for a in node.all_input_nodes]
-    flat: list[Any] = []
-    for m in metas:
-        flat.extend(m if isinstance(m, (tuple, list)) else [m])
-    return [m for m in flat if isinstance(m, torch.Tensor)]
-
-
 def constant_inputs(gm: fx.GraphModule) -> list[torch.Tensor]:
     """The values of the graph's get_attr nodes, in the importer's argument order."""
-    return [_attr_value(node) for node in gm.graph.nodes if node.op == "get_attr"]
+    return [attr_value(node) for node in gm.graph.nodes if node.op == "get_attr"]
 
 
 class FxImporter:
@@ -161,8 +43,6 @@ class FxImporter:
         """`target` ("cpu" or "cuda"), kept as the module's `mlirc.target`, picks the
         device's semantics where eager's CPU and CUDA kernels differ (ties of signed
         zeros in maximum, see passes/scalar_math.py)."""
-        from mlirc.frontend.lowerings import LOWERINGS
-
         with self.context, ir.Location.unknown():
             module = ir.Module.create()
             module.operation.attributes[TARGET_ATTR] = ir.StringAttr.get(target)
@@ -297,13 +177,6 @@ def _to_buffer(value: ir.Value, layout: layouts.Layout | None) -> ir.Value:
             "slice", [value], shapes.tensor_type(shape, shapes.elem_of(value)), starts=[0] * rank, steps=[1] * rank
         )
     return builders.permute(value, layout.order)
-
-
-def _attr_value(node: fx.Node) -> Any:
-    value = node.graph.owning_module
-    for part in str(node.target).split("."):
-        value = getattr(value, part)
-    return value
 
 
 def _location_name(node: fx.Node) -> str:

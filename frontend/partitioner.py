@@ -5,15 +5,73 @@ from __future__ import annotations
 
 import logging
 import operator
+from typing import Any
 
+import torch
 import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
-from mlirc.frontend.importer import unsupported_reason
+from mlirc.config import config
+from mlirc.dialects import shapes
+from mlirc.frontend.lowerings import CHECKS, LOWERINGS
+from mlirc.frontend.lowerings.api import node_meta
 
 log = logging.getLogger(__name__)
 _logged: set[str] = set()
+
+CPU_EAGER_DTYPES = frozenset({torch.float16, torch.bfloat16})
+_aten = torch.ops.aten
+# Ops that move or convert half values without computing on them.
+HALF_SAFE_OPS = frozenset(
+    {_aten.view.default, _aten._unsafe_view.default, _aten.permute.default, _aten.clone.default,
+     _aten.expand.default, _aten.slice.Tensor, _aten.select.int, _aten.squeeze.dim, _aten.unsqueeze.default,
+     _aten.t.default, _aten.transpose.int, _aten.alias.default}
+)  # fmt: skip
+
+
+def unsupported_reason(node: fx.Node) -> str | None:
+    """Why `node` cannot be imported, or None when it can (used by the partitioner)."""
+    if node.op != "call_function":
+        return None
+    if node.target is operator.getitem:
+        return None
+    if node.target not in LOWERINGS:
+        return "no lowering"
+    for meta in _tensor_metas(node):
+        if not shapes.is_supported_dtype(meta.dtype):
+            return f"dtype {meta.dtype} not supported"
+        if any(not isinstance(d, int) for d in meta.shape):
+            return "symbolic shapes not supported yet"
+    half = _half_input_on_cpu(node)
+    if half is not None:
+        return half
+    check = CHECKS.get(node.target)
+    return check(node) if check else None
+
+
+def _half_input_on_cpu(node: fx.Node) -> str | None:
+    """Eager computes float16/bfloat16 ops in float32 (opmath) and rounds once; the
+    CPU code rounds after every op and accumulates reductions in the half type, so
+    ops that compute on half inputs run eagerly there (MLIRC_CPU_HALF=1 compiles them
+    anyway).  Casts into a half type round once either way; the GPU backend keeps
+    float32 intermediates and compiles them all."""
+    if config.cpu_half or node.target in HALF_SAFE_OPS:
+        return None
+    for arg in node.all_input_nodes:
+        meta = node_meta(arg)
+        if isinstance(meta, torch.Tensor) and meta.dtype in CPU_EAGER_DTYPES and meta.device.type == "cpu":
+            return f"{meta.dtype} computes eagerly on the CPU"
+    return None
+
+
+def _tensor_metas(node: fx.Node) -> list[torch.Tensor]:
+    metas = [node_meta(node)]
+    metas += [node_meta(a) for a in node.all_input_nodes]
+    flat: list[Any] = []
+    for m in metas:
+        flat.extend(m if isinstance(m, (tuple, list)) else [m])
+    return [m for m in flat if isinstance(m, torch.Tensor)]
 
 
 class MlircSupport(OperatorSupport):

@@ -26,9 +26,8 @@ from mlir import ir
 from mlir.dialects import arith, func, linalg, scf, tensor
 
 from mlirc.passes.cpu_vectorize import PARALLEL_LOOP_ATTR
-from mlirc.passes.gpu_lower_to_tt import is_fill
-from mlirc.passes.gpu_tiles import loop_ranges
 from mlirc.passes.ir_utils import remap_operands
+from mlirc.passes.linalg_utils import is_fill, loop_ranges
 from mlirc.passes.registry import register_pass
 from mlirc.passes.row_groups import fuse_row_groups
 

@@ -31,8 +31,6 @@ from mlirc.passes.gpu_matmul_tt import (
 )
 from mlirc.passes.gpu_tiles import (
     PASS,
-    RESHAPES,
-    VIEWS,
     Memory,
     Tiled,
     TileEmitter,
@@ -43,6 +41,7 @@ from mlirc.passes.gpu_tiles import (
     row_major,
     scalar_constant,
 )
+from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill
 from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 from mlirc.passes.registry import register_pass
 
@@ -53,7 +52,6 @@ WARPS_ATTR = "mlirc.gpu.num_warps"
 STAGES_ATTR = "mlirc.gpu.num_stages"
 # a GEMM kernel's tiles, set by mlirc-gpu-matmul or by hand: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages
 TILE_ATTR = "mlirc.gpu.tile"
-KERNEL_PLUMBING = frozenset({"arith.constant", "tensor.empty", "linalg.fill", "linalg.generic", "func.return"})
 
 
 def _pointer_type(value: ir.Value) -> ir.Type:
@@ -73,17 +71,6 @@ def _outer_scalars(kernel: str, ops: list[ir.Operation], emitter_scalars: dict) 
             if op.operands[0] not in emitter_scalars:
                 raise _fail(kernel, "a fill of a non-constant value")
             emitter_scalars[op.results[0]] = emitter_scalars[op.operands[0]]
-
-
-def is_fill(op: ir.Operation) -> bool:
-    """linalg.fill, or the generic that linalg-generalize-named-ops makes of one."""
-    if op.name == "linalg.fill":
-        return True
-    if op.name != "linalg.generic" or len(op.operands) != 2 or isinstance(op.operands[0].type, ir.ShapedType):
-        return False
-    body = op.regions[0].blocks[0]
-    body_ops = list(body.operations)
-    return len(body_ops) == 1 and list(body_ops[0].operands) == [body.arguments[0]]
 
 
 def _reshape_aliases(ops: list[ir.Operation]) -> dict:

@@ -27,9 +27,9 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.config import config
-from mlirc.passes.gpu_lower_to_tt import KERNEL_PLUMBING, TILE_ATTR, is_fill
-from mlirc.passes.gpu_tiles import VIEWS, loop_ranges
+from mlirc.passes.gpu_lower_to_tt import TILE_ATTR
 from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions, fuse_calls
+from mlirc.passes.linalg_utils import KERNEL_PLUMBING, VIEWS, is_fill, loop_ranges
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
 

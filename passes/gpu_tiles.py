@@ -25,13 +25,11 @@ from mlir import ir
 
 from mlirc.dialects import tt
 from mlirc.errors import PipelineError
+from mlirc.passes.linalg_utils import RESHAPES, loop_ranges
 
 PASS = "mlirc-gpu-lower-to-tt"
 POINTWISE_BLOCK = 1024  # as Inductor's large pointwise kernels: 4 warps x 8 elements per thread
 TILE_ELEMENTS = 4096  # register budget of a reduction tile
-# Reshapes of contiguous buffers: the same memory, read through another shape.
-RESHAPES = frozenset({"tensor.collapse_shape", "tensor.expand_shape"})
-VIEWS = RESHAPES | {"tensor.extract_slice"}
 
 # Math ops Triton does not lower itself (checked against Triton 3.9 for sm_90): calls
 # into CUDA's libdevice, `__nv_<name>f` for f32 and `__nv_<name>` for f64.
@@ -136,18 +134,6 @@ class TilePlan:
     @property
     def grid(self) -> list[int]:
         return [-(-self.size_p // self.block_p), 1, 1]
-
-
-def loop_ranges(generic: ir.Operation) -> list[int]:
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
-    ranges: list[int | None] = [None] * maps[0].n_dims
-    for operand, amap in zip(generic.operands, maps, strict=True):
-        for expr, size in zip(amap.results, tt.shape_of(operand), strict=True):
-            if isinstance(expr, ir.AffineDimExpr):
-                ranges[ir.AffineDimExpr(expr).position] = size
-    if any(r is None for r in ranges):
-        raise PipelineError(PASS, "a loop dim is not the plain dim of any operand")
-    return ranges  # type: ignore[return-value]
 
 
 def plan_tiles(generic: ir.Operation) -> TilePlan:

@@ -1,4 +1,5 @@
-"""Helpers that build linalg/tensor IR on tensors for `lower_to_linalg`.
+"""Helpers that build linalg/tensor IR on tensors for `lower_to_linalg`, and its
+pattern registry (`MlircOp`, `pattern`, `PATTERNS`), which both of its files fill.
 
 Bool tensors are stored as i8 (torch's byte layout): `storage_type` maps an
 mlirc tensor type to its storage type, and generic bodies convert at the edges.
@@ -7,6 +8,7 @@ mlirc tensor type to its storage type, and generic bodies convert at the edges.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
@@ -150,3 +152,45 @@ def reshape(value: ir.Value, dst_shape: Sequence[int]) -> ir.Value:
 def _groups_attr(groups: list[list[int]]) -> ir.ArrayAttr:
     i64 = ir.IntegerType.get_signless(64)
     return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])
+
+
+@dataclass
+class MlircOp:
+    """An mlirc op as the pattern sees it: storage-typed operands, logical types."""
+
+    op: ir.Operation
+    operands: list[ir.Value]
+    in_types: list[ir.Type]
+    out_type: ir.Type
+    target: str = "cpu"  # the module's mlirc.target
+
+    def attr(self, name: str) -> list[int] | int | ir.Attribute:
+        a = self.op.attributes[name]
+        if isinstance(a, ir.DenseI64ArrayAttr):
+            return list(ir.DenseI64ArrayAttr(a))
+        if isinstance(a, ir.BoolAttr):
+            return ir.BoolAttr(a).value
+        if isinstance(a, ir.IntegerAttr):
+            return ir.IntegerAttr(a).value
+        return a
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return shapes.shape_of(self.out_type)  # type: ignore[return-value]
+
+    @property
+    def out_elem(self) -> ir.Type:
+        return shapes.elem_of(self.out_type)
+
+
+Pattern = Callable[[MlircOp], ir.Value]
+PATTERNS: dict[str, Pattern] = {}
+
+
+def pattern(*names: str) -> Callable[[Pattern], Pattern]:
+    def wrap(fn: Pattern) -> Pattern:
+        for name in names:
+            PATTERNS[name] = fn
+        return fn
+
+    return wrap

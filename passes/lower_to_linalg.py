@@ -1,6 +1,8 @@
 """mlirc-lower-to-linalg: mlirc dialect -> linalg/tensor/arith/math on tensors.
 
-One function per op pattern, looked up in `PATTERNS` by op name.  Elementwise ops
+One function per op pattern, looked up in `PATTERNS` (linalg_emit) by op name;
+the structured ops' patterns (reductions, matmul, conv, pool) live in
+lower_to_linalg_structured.  Elementwise ops
 become linalg.generic with broadcasting folded into indexing maps (no broadcast is
 materialized), so upstream elementwise fusion sees one generic per op.
 Bool tensors become i8 tensors (torch's storage) at this stage.
@@ -9,7 +11,6 @@ Bool tensors become i8 tensors (torch's storage) at this stage.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, func, tensor
@@ -18,50 +19,10 @@ from mlirc.dialects import shapes
 from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
 from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.passes import linalg_emit as le
+from mlirc.passes import lower_to_linalg_structured  # noqa: F401  (registers reductions, matmul, conv, pool)
+from mlirc.passes.linalg_emit import PATTERNS, MlircOp, pattern
 from mlirc.passes.registry import register_pass
 from mlirc.passes.scalar_math import convert_scalar, scalar_body
-
-
-@dataclass
-class MlircOp:
-    """An mlirc op as the pattern sees it: storage-typed operands, logical types."""
-
-    op: ir.Operation
-    operands: list[ir.Value]
-    in_types: list[ir.Type]
-    out_type: ir.Type
-    target: str = "cpu"  # the module's mlirc.target
-
-    def attr(self, name: str) -> list[int] | int | ir.Attribute:
-        a = self.op.attributes[name]
-        if isinstance(a, ir.DenseI64ArrayAttr):
-            return list(ir.DenseI64ArrayAttr(a))
-        if isinstance(a, ir.BoolAttr):
-            return ir.BoolAttr(a).value
-        if isinstance(a, ir.IntegerAttr):
-            return ir.IntegerAttr(a).value
-        return a
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return shapes.shape_of(self.out_type)  # type: ignore[return-value]
-
-    @property
-    def out_elem(self) -> ir.Type:
-        return shapes.elem_of(self.out_type)
-
-
-Pattern = Callable[[MlircOp], ir.Value]
-PATTERNS: dict[str, Pattern] = {}
-
-
-def pattern(*names: str) -> Callable[[Pattern], Pattern]:
-    def wrap(fn: Pattern) -> Pattern:
-        for name in names:
-            PATTERNS[name] = fn
-        return fn
-
-    return wrap
 
 
 def _init(m: MlircOp) -> ir.Value:
@@ -227,9 +188,6 @@ def _index_select(m: MlircOp) -> ir.Value:
         return tensor.extract(x, [*idx[:dim], where, *idx[dim + 1 :]])
 
     return _gather_generic(m, [index], [index_map], read)
-
-
-from mlirc.passes import lower_to_linalg_structured  # noqa: E402,F401  (reductions, matmul, conv, pool)
 
 
 def _convert_signature(fn: func.FuncOp) -> None:

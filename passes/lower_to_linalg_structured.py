@@ -9,7 +9,7 @@ from mlir.dialects import arith, linalg, tensor
 
 from mlirc.dialects import shapes
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.lower_to_linalg import MlircOp, pattern
+from mlirc.passes.linalg_emit import MlircOp, pattern
 from mlirc.passes.scalar_math import const
 
 

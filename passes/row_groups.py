@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.passes.gpu_lower_to_tt import KERNEL_PLUMBING, is_fill
-from mlirc.passes.gpu_tiles import VIEWS, loop_ranges
 from mlirc.passes.ir_utils import entry_functions, erase_uncalled_kernels, functions, fuse_calls
+from mlirc.passes.linalg_utils import KERNEL_PLUMBING, VIEWS, is_fill, loop_ranges
 from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 
 

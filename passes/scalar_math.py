@@ -52,7 +52,7 @@ def _float_remainder(a: ir.Value, b: ir.Value) -> ir.Value:
 def _safe_divisor(b: ir.Value) -> ir.Value:
     """x86 traps on a division by 0 and on INT_MIN / -1.  Divide by 1 there: a zero
     divisor is eager's ZeroDivisionError, raised by a run-time check
-    (mlirc.frontend.runtime_checks), and the -1 cases are fixed by the callers."""
+    (mlirc.frontend.lowerings.checks), and the -1 cases are fixed by the callers."""
     trapping = arith.ori(
         arith.cmpi(arith.CmpIPredicate.eq, b, const(b.type, 0)),
         arith.cmpi(arith.CmpIPredicate.eq, b, const(b.type, -1)),

@@ -13,7 +13,7 @@ import itertools
 import pytest
 import torch
 
-from mlirc.frontend import lowerings as table
+from mlirc.frontend.lowerings import elementwise as table
 
 FLOATS = {
     torch.float32: [0.0, -0.0, 1e-40, -1e-40, 1.0, -1.0, float("inf"), -float("inf"), float("nan"), 3e38, -3e38,

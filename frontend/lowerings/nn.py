@@ -11,8 +11,16 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.frontend.importer import LoweringContext, node_meta
-from mlirc.frontend.lowerings import arg, narrow_to_out, opmath_dtype, out_dtype, out_shape, register
+from mlirc.frontend.lowerings.api import (
+    LoweringContext,
+    arg,
+    narrow_to_out,
+    node_meta,
+    opmath_dtype,
+    out_dtype,
+    out_shape,
+    register,
+)
 
 aten = torch.ops.aten
 

@@ -11,18 +11,20 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.frontend.importer import LoweringContext, node_meta
-from mlirc.frontend.lowerings import (
+from mlirc.frontend.lowerings.api import (
+    DENSE_SCATTER_LIMIT,
+    LoweringContext,
     all_checks,
     arg,
     fill_values_fit,
     narrow_to_out,
+    node_meta,
     opmath_dtype,
     out_dtype,
     out_shape,
     register,
 )
-from mlirc.frontend.runtime_checks import check_index
+from mlirc.frontend.lowerings.checks import check_index
 
 aten = torch.ops.aten
 
@@ -225,12 +227,6 @@ def _unfold(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     split = shape[:dim] + [windows, size] + shape[dim + 1 :]
     order = [d for d in range(rank + 1) if d != dim + 1] + [dim + 1]
     return b.permute(b.reshape(gathered, split), order)
-
-
-# A scatter here is a dense masked reduction over (target, update) pairs: no
-# atomics, vectorizes, and is exact (sums in update order per target).  Its cost is
-# targets x updates, so only small scatters are compiled; larger ones fall back.
-DENSE_SCATTER_LIMIT = 1 << 22
 
 
 def _index_put_check(node: fx.Node) -> str | None:

@@ -17,8 +17,7 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.frontend.importer import LoweringContext
-from mlirc.frontend.lowerings import out_dtype, out_shape, register
+from mlirc.frontend.lowerings.api import LoweringContext, out_dtype, out_shape, register
 
 aten = torch.ops.aten
 MM_ROWS = 25  # ATen's use_mm_for_euclid_dist_if_necessary: more rows than this on either side

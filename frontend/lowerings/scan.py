@@ -17,9 +17,15 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.frontend.importer import LoweringContext, node_meta
-from mlirc.frontend.lowerings import narrow_to_out, opmath_dtype, out_dtype, register
-from mlirc.frontend.lowerings_tensor import DENSE_SCATTER_LIMIT
+from mlirc.frontend.lowerings.api import (
+    DENSE_SCATTER_LIMIT,
+    LoweringContext,
+    narrow_to_out,
+    node_meta,
+    opmath_dtype,
+    out_dtype,
+    register,
+)
 
 aten = torch.ops.aten
 

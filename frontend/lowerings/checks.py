@@ -22,7 +22,7 @@ from mlir import ir
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.dialects.runtime_checks import RuntimeCheck
-from mlirc.frontend.importer import LoweringContext, node_meta
+from mlirc.frontend.lowerings.api import LoweringContext, node_meta
 
 
 @dataclass(frozen=True)

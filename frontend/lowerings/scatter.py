@@ -17,10 +17,19 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.frontend.importer import LoweringContext, node_meta
-from mlirc.frontend.lowerings import all_checks, arg, fill_values_fit, narrow_to_out, opmath_dtype, out_shape, register
-from mlirc.frontend.lowerings_tensor import DENSE_SCATTER_LIMIT
-from mlirc.frontend.runtime_checks import check_index
+from mlirc.frontend.lowerings.api import (
+    DENSE_SCATTER_LIMIT,
+    LoweringContext,
+    all_checks,
+    arg,
+    fill_values_fit,
+    narrow_to_out,
+    node_meta,
+    opmath_dtype,
+    out_shape,
+    register,
+)
+from mlirc.frontend.lowerings.checks import check_index
 
 aten = torch.ops.aten
 REDUCES = frozenset({"sum", "prod", "mean", "amax", "amin"})

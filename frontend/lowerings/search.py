@@ -16,10 +16,17 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.frontend.importer import LoweringContext, node_meta, result_dtype
-from mlirc.frontend.lowerings import arg, out_dtype, out_shape, register
-from mlirc.frontend.lowerings_tensor import DENSE_SCATTER_LIMIT
-from mlirc.frontend.runtime_checks import check_index
+from mlirc.frontend.lowerings.api import (
+    DENSE_SCATTER_LIMIT,
+    LoweringContext,
+    arg,
+    node_meta,
+    out_dtype,
+    out_shape,
+    register,
+    result_dtype,
+)
+from mlirc.frontend.lowerings.checks import check_index
 
 aten = torch.ops.aten
 

@@ -1,16 +1,11 @@
-"""The ATen -> mlirc lowering table.
-
-`LOWERINGS[aten_op](lctx, node)` returns the op's IR value (or a tuple for
-multi-result ops); `CHECKS[aten_op](node)` returns a reason string when a
-particular call cannot be lowered (the partitioner then leaves it to eager).
-Each lowering is one small function; families of ops share a factory.
+"""Lowerings of elementwise ATen ops: unary, binary, comparison and logical
+tables, division with eager's integer semantics, where/clamp, casts, gelu/silu,
+frexp.  Each lowering is one small function; families of ops share a factory.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
 
 import torch
 import torch.fx as fx
@@ -18,78 +13,22 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.frontend.importer import LoweringContext, node_meta, result_dtype
-from mlirc.frontend.runtime_checks import check_nonzero_divisor
+from mlirc.frontend.lowerings.api import (
+    CHECKS,
+    Lowering,
+    LoweringContext,
+    all_checks,
+    arg,
+    fill_values_fit,
+    node_meta,
+    out_dtype,
+    register,
+    result_dtype,
+)
+from mlirc.frontend.lowerings.checks import check_nonzero_divisor
 
 aten = torch.ops.aten
 prims = torch.ops.prims
-Lowering = Callable[[LoweringContext, fx.Node], Any]
-
-LOWERINGS: dict[Any, Lowering] = {}
-CHECKS: dict[Any, Callable[[fx.Node], str | None]] = {}
-
-
-def register(*ops: Any, check: Callable[[fx.Node], str | None] | None = None) -> Callable[[Lowering], Lowering]:
-    def wrap(fn: Lowering) -> Lowering:
-        for op in ops:
-            LOWERINGS[op] = fn
-            if check is not None:
-                CHECKS[op] = check
-        return fn
-
-    return wrap
-
-
-def all_checks(*checks: Callable[[fx.Node], str | None]) -> Callable[[fx.Node], str | None]:
-    """A check that returns the first reason any of `checks` gives."""
-
-    def check(node: fx.Node) -> str | None:
-        return next((reason for c in checks if (reason := c(node)) is not None), None)
-
-    return check
-
-
-def fill_values_fit(node: fx.Node) -> str | None:
-    """Eager raises when a fill value (full, where, clamp, pad) overflows the result
-    dtype; the node then runs eagerly, to raise it.  Arithmetic does not check (an
-    int64 + 2**63 wraps, a float32 * 1e39 is inf), so this is only for fill values."""
-    dtype = out_dtype(node)
-    for value in [*node.args, *node.kwargs.values()]:
-        if isinstance(value, (int, float)) and not shapes.scalar_fits(value, dtype):
-            return f"the value {value!r} overflows {dtype} (eager raises)"
-    return None
-
-
-def _first_meta(node: fx.Node) -> torch.Tensor:
-    meta = node_meta(node)
-    return meta[0] if isinstance(meta, (tuple, list)) else meta
-
-
-def out_dtype(node: fx.Node) -> torch.dtype:
-    return _first_meta(node).dtype
-
-
-def opmath_dtype(node: fx.Node) -> torch.dtype:
-    """The dtype to accumulate in: float32 for half types (ATen's opmath), so that
-    sums of many half values round once, at the end (see narrow_to_out)."""
-    dtype = out_dtype(node)
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-
-
-def narrow_to_out(value: ir.Value, node: fx.Node) -> ir.Value:
-    return b.convert(value, shapes.element_type(out_dtype(node)))
-
-
-def out_shape(node: fx.Node) -> tuple[int, ...]:
-    return tuple(_first_meta(node).shape)
-
-
-def arg(node: fx.Node, index: int, name: str, default: Any = None) -> Any:
-    if len(node.args) > index:
-        return node.args[index]
-    return node.kwargs.get(name, default)
-
-
 # ---------------------------------------------------------------- elementwise
 
 
@@ -430,17 +369,6 @@ def _gelu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 def _silu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     x = lctx.typed(node.args[0], out_dtype(node))
     return b.elementwise("mul", x, b.elementwise("sigmoid", x))
-
-
-# Reductions, data movement and nn ops register themselves on import.
-from mlirc.frontend import (  # noqa: E402,F401
-    lowerings_distance,
-    lowerings_nn,
-    lowerings_scan,
-    lowerings_scatter,
-    lowerings_search,
-    lowerings_tensor,
-)
 
 
 @register(aten.frexp.Tensor, check=lambda n: None if out_dtype(n).is_floating_point else "integer frexp")

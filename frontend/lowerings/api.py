@@ -1,0 +1,161 @@
+"""What every lowering file uses, and nothing else: the lowering registry, the
+context a lowering function sees, and the helpers that read a node's metadata.
+
+A leaf: it imports the dialect's builders and torch, never the importer or a
+lowering file.  `mlirc.frontend.lowerings` (the package) imports every lowering
+file, so its LOWERINGS and CHECKS are the complete table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.fx as fx
+from mlir import ir
+
+from mlirc.dialects import builders, shapes
+from mlirc.dialects.runtime_checks import RuntimeCheck
+from mlirc.errors import VerificationError
+
+# A scatter here is a dense masked reduction over (target, update) pairs: no
+# atomics, vectorizes, and is exact (sums in update order per target).  Its cost is
+# targets x updates, so only small scatters (and scans, searches) are compiled;
+# larger ones fall back.
+DENSE_SCATTER_LIMIT = 1 << 22
+
+
+def node_meta(node: fx.Node) -> Any:
+    meta = node.meta.get("val", node.meta.get("example_value"))
+    if meta is None and node.op == "get_attr":
+        return attr_value(node)
+    return meta
+
+
+class LoweringContext:
+    """What a lowering function sees: the node's values, metadata and helpers."""
+
+    def __init__(self, values: dict[fx.Node, Any]) -> None:
+        self.values = values
+        self.checks: list[tuple[ir.Value, RuntimeCheck]] = []  # (0-d i1 "ok", what eager raises)
+
+    def require(self, ok: ir.Value, check: RuntimeCheck) -> None:
+        """Raise `check` at run time unless every element of the i1 tensor `ok` holds
+        (see mlirc.dialects.runtime_checks)."""
+        if shapes.shape_of(ok):
+            ok = builders.reduce("reduce_all", ok, list(range(len(shapes.shape_of(ok)))), False)
+        self.checks.append((ok, check))
+
+    def value(self, arg: Any, like: ir.Value | None = None, elem: ir.Type | None = None) -> ir.Value:
+        """An fx argument as an IR value; Python scalars become 0-d constants."""
+        if isinstance(arg, fx.Node):
+            return self.values[arg]
+        if isinstance(arg, (bool, int, float)):
+            if elem is None:
+                elem = shapes.elem_of(like) if like is not None else ir.F32Type.get()
+            return builders.scalar_constant(arg, elem)
+        raise VerificationError(f"cannot use {arg!r} as a tensor operand")
+
+    def typed(self, arg: Any, dtype: torch.dtype) -> ir.Value:
+        """An fx argument converted to `dtype` (the op's computation dtype)."""
+        elem = shapes.element_type(dtype)
+        if isinstance(arg, fx.Node):
+            return builders.convert(self.values[arg], elem)
+        return builders.scalar_constant(arg, elem)
+
+
+def _meta_of_arg(arg: Any) -> Any:
+    return node_meta(arg) if isinstance(arg, fx.Node) else arg
+
+
+def result_dtype(*args: Any) -> torch.dtype:
+    """torch's type promotion over tensors and Python scalars."""
+    metas = [_meta_of_arg(a) for a in args]
+    tensors = [m for m in metas if isinstance(m, torch.Tensor)]
+    if len(metas) == 1:
+        return tensors[0].dtype
+    return torch.result_type(*metas[:2]) if len(metas) == 2 else _promote_many(metas)
+
+
+def _promote_many(metas: Sequence[Any]) -> torch.dtype:
+    dtype = torch.result_type(metas[0], metas[1])
+    for m in metas[2:]:
+        dtype = torch.promote_types(
+            dtype, m.dtype if isinstance(m, torch.Tensor) else torch.result_type(torch.empty((), dtype=dtype), m)
+        )
+    return dtype
+
+
+def attr_value(node: fx.Node) -> Any:
+    value = node.graph.owning_module
+    for part in str(node.target).split("."):
+        value = getattr(value, part)
+    return value
+
+
+Lowering = Callable[[LoweringContext, fx.Node], Any]
+
+LOWERINGS: dict[Any, Lowering] = {}
+CHECKS: dict[Any, Callable[[fx.Node], str | None]] = {}
+
+
+def register(*ops: Any, check: Callable[[fx.Node], str | None] | None = None) -> Callable[[Lowering], Lowering]:
+    def wrap(fn: Lowering) -> Lowering:
+        for op in ops:
+            LOWERINGS[op] = fn
+            if check is not None:
+                CHECKS[op] = check
+        return fn
+
+    return wrap
+
+
+def all_checks(*checks: Callable[[fx.Node], str | None]) -> Callable[[fx.Node], str | None]:
+    """A check that returns the first reason any of `checks` gives."""
+
+    def check(node: fx.Node) -> str | None:
+        return next((reason for c in checks if (reason := c(node)) is not None), None)
+
+    return check
+
+
+def fill_values_fit(node: fx.Node) -> str | None:
+    """Eager raises when a fill value (full, where, clamp, pad) overflows the result
+    dtype; the node then runs eagerly, to raise it.  Arithmetic does not check (an
+    int64 + 2**63 wraps, a float32 * 1e39 is inf), so this is only for fill values."""
+    dtype = out_dtype(node)
+    for value in [*node.args, *node.kwargs.values()]:
+        if isinstance(value, (int, float)) and not shapes.scalar_fits(value, dtype):
+            return f"the value {value!r} overflows {dtype} (eager raises)"
+    return None
+
+
+def _first_meta(node: fx.Node) -> torch.Tensor:
+    meta = node_meta(node)
+    return meta[0] if isinstance(meta, (tuple, list)) else meta
+
+
+def out_dtype(node: fx.Node) -> torch.dtype:
+    return _first_meta(node).dtype
+
+
+def opmath_dtype(node: fx.Node) -> torch.dtype:
+    """The dtype to accumulate in: float32 for half types (ATen's opmath), so that
+    sums of many half values round once, at the end (see narrow_to_out)."""
+    dtype = out_dtype(node)
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def narrow_to_out(value: ir.Value, node: fx.Node) -> ir.Value:
+    return builders.convert(value, shapes.element_type(out_dtype(node)))
+
+
+def out_shape(node: fx.Node) -> tuple[int, ...]:
+    return tuple(_first_meta(node).shape)
+
+
+def arg(node: fx.Node, index: int, name: str, default: Any = None) -> Any:
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)

@@ -1,0 +1,42 @@
+"""What the CPU and GPU passes both read from linalg-on-tensors kernels: the ops a
+kernel body may hold besides its generics, fills in either spelling, and a
+generic's loop ranges.  A leaf: it imports no pass, so a CPU pass that needs
+these never imports a GPU pass (or the reverse)."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from mlirc.errors import VerificationError
+
+# Reshapes of contiguous buffers: the same memory, read through another shape.
+RESHAPES = frozenset({"tensor.collapse_shape", "tensor.expand_shape"})
+VIEWS = RESHAPES | {"tensor.extract_slice"}
+# What a formed kernel holds around its generics.
+KERNEL_PLUMBING = frozenset({"arith.constant", "tensor.empty", "linalg.fill", "linalg.generic", "func.return"})
+
+
+def is_fill(op: ir.Operation) -> bool:
+    """linalg.fill, or the generic that linalg-generalize-named-ops makes of one."""
+    if op.name == "linalg.fill":
+        return True
+    if op.name != "linalg.generic" or len(op.operands) != 2 or isinstance(op.operands[0].type, ir.ShapedType):
+        return False
+    body = op.regions[0].blocks[0]
+    body_ops = list(body.operations)
+    return len(body_ops) == 1 and list(body_ops[0].operands) == [body.arguments[0]]
+
+
+def loop_ranges(generic: ir.Operation) -> list[int]:
+    """The size of each loop of a linalg.generic, read off the operands it indexes
+    with a plain dim (the pass that calls this names itself in the error)."""
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    ranges: list[int | None] = [None] * maps[0].n_dims
+    for operand, amap in zip(generic.operands, maps, strict=True):
+        shape = list(ir.RankedTensorType(operand.type).shape) if isinstance(operand.type, ir.RankedTensorType) else []
+        for expr, size in zip(amap.results, shape, strict=True):
+            if isinstance(expr, ir.AffineDimExpr):
+                ranges[ir.AffineDimExpr(expr).position] = size
+    if any(r is None for r in ranges):
+        raise VerificationError("a loop dim of a linalg.generic is not the plain dim of any operand")
+    return ranges  # type: ignore[return-value]
