@@ -69,12 +69,14 @@ CPU_TO_LLVM = [
     # Half-type math in float32: LLVM's x86 bf16/f16 exp, tanh, ... would be calls
     # to runtime helpers that the JIT cannot resolve.
     "func.func(math-extend-to-supported-types)",
-    # Every expansion but fma's and powf's: the vector erf's Horner steps are fused
+    # Not tanh, sinh, atanh: their expansions (1 - exp(-2x), ...) cancel to 0 for tiny
+    # x; scalar ones go to libm below, vector ones never get here (cpu-vector-math).
+    # Every other expansion but fma's and powf's: the vector erf's Horner steps are fused
     # multiply-adds on purpose (as ATen's are), and x86 has them; powf's exp(y log x)
     # gives NaN for 0 ** 0 where libm's pow gives 1.
     # Not ceil: its expansion loses the sign of a zero (ceil(-0.5) is -0.0); LLVM's
     # intrinsic is one instruction.
-    "math-expand-ops{ops=ctlz,sinh,cosh,tan,tanh,atanh,exp2,fpowi,round,roundeven,rsqrt}",
+    "math-expand-ops{ops=ctlz,cosh,tan,exp2,fpowi,round,roundeven,rsqrt}",
     "convert-math-to-funcs",
     "convert-math-to-llvm",
     # libm calls for what LLVM has no intrinsic for; it scalarizes vector math with

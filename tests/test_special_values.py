@@ -114,3 +114,16 @@ def test_binary(op, name, dtype, device):
         overflow = finite & (a.double() / b.double()).abs().gt(torch.finfo(dtype).max)
         a, b = a[~overflow], b[~overflow]
     _compare(lambda a, b: op(a, b), name, [a.to(device), b.to(device)])
+
+
+# Exponents ATen's pow by a scalar sends to another kernel (sqrt, rsqrt, x*x, ...),
+# whose special values differ from pow's; and two that go to pow itself.
+POW_EXPONENTS = [0.5, -0.5, 2.0, 3.0, -1.0, -2.0, 1.5, -3.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("exponent", POW_EXPONENTS)
+def test_pow_by_a_scalar(exponent, dtype, device):
+    x = torch.tensor(_values(dtype), dtype=dtype, device=device)
+    _compare(lambda x: torch.pow(x, exponent), "pow", [x])

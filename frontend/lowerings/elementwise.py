@@ -6,6 +6,7 @@ frexp.  Each lowering is one small function; families of ops share a factory.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.fx as fx
@@ -200,6 +201,34 @@ for _op in (
     aten.pow.Scalar,
 ):
     CHECKS[_op] = _no_bool_arith
+
+
+def _square(x: ir.Value) -> ir.Value:
+    return b.elementwise("mul", x, x)
+
+
+# ATen's CPU pow of a float tensor by these exponents calls another kernel, whose
+# special values differ from pow's: sqrt(-0) is -0 and sqrt(-inf) NaN, where
+# pow(-0, 0.5) is +0 and pow(-inf, 0.5) inf; rsqrt(-0) is -inf, pow(-0, -0.5) inf.
+CPU_POW_SHORTCUTS: dict[float, Callable[[ir.Value], ir.Value]] = {
+    0.5: lambda x: b.elementwise("sqrt", x),
+    -0.5: lambda x: b.elementwise("rsqrt", x),
+    2.0: _square,
+    3.0: lambda x: b.elementwise("mul", _square(x), x),
+    -1.0: lambda x: b.elementwise("reciprocal", x),
+    -2.0: lambda x: b.elementwise("reciprocal", _square(x)),
+}
+
+
+@register(aten.pow.Tensor_Scalar)
+def _pow_scalar(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    dtype, exponent = out_dtype(node), node.args[1]
+    x = lctx.typed(node.args[0], dtype)
+    on_cpu = node_meta(node.args[0]).device.type == "cpu"
+    shortcut = CPU_POW_SHORTCUTS.get(exponent) if dtype.is_floating_point and on_cpu else None
+    if shortcut is not None and not isinstance(exponent, bool):
+        return shortcut(x)
+    return b.elementwise("pow", x, lctx.typed(exponent, dtype))
 
 
 @register(aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar, check=_no_bool_arith)
