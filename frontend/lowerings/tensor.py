@@ -152,6 +152,23 @@ def _index_check(node: fx.Node) -> str | None:
     return None
 
 
+def _linear_index(
+    lctx: LoweringContext, node: fx.Node, indices: list, positions: list[int], shape: list[int]
+) -> ir.Value:
+    """The broadcast index tensors at `positions` (adjacent dims of `shape`) as one
+    row-major index into those dims collapsed: each checked against its dim (eager's
+    error), negative ones wrapped."""
+    linear = None
+    for d in positions:
+        index = _index_operand(lctx, indices[d])
+        check_index(lctx, node, index, shape, d)
+        size = lctx.typed(shape[d], torch.int64)
+        negative = b.elementwise("lt", index, lctx.typed(0, torch.int64))
+        wrapped = b.elementwise("select", negative, b.elementwise("add", index, size), index)
+        linear = wrapped if linear is None else b.elementwise("add", b.elementwise("mul", linear, size), wrapped)
+    return linear
+
+
 @register(aten.index.Tensor, check=_index_check)
 def _index(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     """x[i0, i1, ...] with integer index tensors: the indexed dims are collapsed into
@@ -167,15 +184,7 @@ def _index(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         positions = list(range(len(positions)))
     shape = list(shapes.shape_of(x))
     first, last = positions[0], positions[-1]
-    linear = None
-    for d in positions:
-        index = _index_operand(lctx, indices[d])
-        check_index(lctx, node, index, shape, d)
-        size = lctx.typed(shape[d], torch.int64)
-        wrapped = b.elementwise(
-            "select", b.elementwise("lt", index, lctx.typed(0, torch.int64)), b.elementwise("add", index, size), index
-        )
-        linear = wrapped if linear is None else b.elementwise("add", b.elementwise("mul", linear, size), wrapped)
+    linear = _linear_index(lctx, node, indices, positions, shape)
     collapsed = shape[:first] + [math.prod(shape[first : last + 1])] + shape[last + 1 :]
     flat_index = b.reshape(linear, [math.prod(shapes.shape_of(linear))])
     return b.reshape(_gather_along(b.reshape(x, collapsed), first, flat_index), out_shape(node))
@@ -265,14 +274,7 @@ def _index_put(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         positions = list(range(len(positions)))
     shape = list(shapes.shape_of(x))
     first, last = positions[0], positions[-1]
-    linear = None
-    for d in positions:
-        index = _index_operand(lctx, indices[d])
-        check_index(lctx, node, index, shape, d)
-        size = lctx.typed(shape[d], torch.int64)
-        negative = b.elementwise("lt", index, lctx.typed(0, torch.int64))
-        wrapped = b.elementwise("select", negative, b.elementwise("add", index, size), index)
-        linear = wrapped if linear is None else b.elementwise("add", b.elementwise("mul", linear, size), wrapped)
+    linear = _linear_index(lctx, node, indices, positions, shape)
     index_shape = list(shapes.shape_of(linear))
     targets, updates = math.prod(shape[first : last + 1]), math.prod(index_shape)
     pre, post = shape[:first], shape[last + 1 :]
