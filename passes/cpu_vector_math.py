@@ -31,6 +31,7 @@ from mlir import ir
 from mlir.dialects import arith, func, vector
 from mlir.dialects import math as math_d
 
+from mlirc.dialects import shapes
 from mlirc.passes.ir_utils import nested_ops
 from mlirc.passes.registry import register_pass
 
@@ -333,9 +334,40 @@ def _inline_f32_candidates(module: ir.Operation) -> list[ir.Operation]:
     ]
 
 
-@register_pass("mlirc-cpu-vector-math", "Vector math ops -> inline f32 exp/tanh/erf, SLEEF vector calls for the rest")
+# Scalar ops that convert-math-to-llvm would expand badly: expm1 as exp(x) - 1, which
+# is 0 for tiny x (a one-element tensor's kernel is scalar).  libm's are exact there.
+# (log1p as log(1 + x) is switched off with that pass's approximate-log1p=0.)
+LIBM_SCALAR: dict[str, str] = {"math.expm1": "expm1"}
+
+
+def _scalar_libm_call(module: ir.Operation, op: ir.Operation) -> None:
+    """`op` on a scalar becomes libm's function; half types compute in f32, as
+    math-extend-to-supported-types would have them."""
+    elem, f32 = op.results[0].type, ir.F32Type.get()
+    wide = elem if isinstance(elem, ir.F64Type) else f32
+    name = LIBM_SCALAR[op.name] + ("" if isinstance(elem, ir.F64Type) else "f")
+    _declare(module, name, len(op.operands), wide)
+    with ir.InsertionPoint(op), op.location:
+        args = [v if v.type == wide else arith.extf(wide, v) for v in op.operands]
+        value = func.call([wide], ir.FlatSymbolRefAttr.get(name), args)
+        if wide != elem:
+            value = arith.truncf(elem, value)
+    op.results[0].replace_all_uses_with(value)
+    op.erase()
+
+
+def _scalar_libm_candidates(module: ir.Operation) -> list[ir.Operation]:
+    return [op for op in nested_ops(module) if op.name in LIBM_SCALAR and shapes.is_float(op.results[0].type)]
+
+
+@register_pass(
+    "mlirc-cpu-vector-math",
+    "Vector math ops -> inline f32 exp/tanh/erf, SLEEF vector calls for the rest; scalar expm1 -> libm",
+)
 def cpu_vector_math(module: ir.Operation) -> None:
     for op in _inline_f32_candidates(module):
         INLINE_F32[op.name](op)
     for op, lanes in _candidates(module):
         _rewrite(module, op, lanes)
+    for op in _scalar_libm_candidates(module):
+        _scalar_libm_call(module, op)

@@ -62,6 +62,21 @@ def _has_gather(op: ir.Operation) -> bool:
     return False
 
 
+def _reduces_an_invariant(op: ir.Operation) -> bool:
+    """A reduction whose yielded values depend on no input element and no index
+    (`acc + 1` once a comparison folds to true): MLIR's vectorizer combines such a
+    scalar into the accumulator once instead of once per element, so it stays scalar."""
+    if op.name != "linalg.generic" or not any(it.endswith("<reduction>") for it in _iterators(op)):
+        return False
+    body = op.regions[0].blocks[0]
+    varying = {arg for arg in list(body.arguments)[: len(op.operands) - len(op.results)]}
+    for inner in body.operations:
+        if inner.name == "linalg.index" or any(v in varying for v in inner.operands):
+            varying.update(inner.results)
+    yielded = list(body.operations)[-1].operands
+    return not all(v in varying for v in yielded)
+
+
 def _loop_sizes(op: ir.Operation) -> list[int] | None:
     """Static iteration-space sizes of a linalg op (from its operands' shapes)."""
     if op.name == "linalg.matmul":
@@ -256,7 +271,7 @@ def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lan
 
 def schedule(op: ir.Operation) -> Plan | None:
     """The tiling/vectorization plan for `op`, or None to leave it alone."""
-    if op.name not in VECTORIZABLE or _has_gather(op) or len(op.results) != 1:
+    if op.name not in VECTORIZABLE or _has_gather(op) or len(op.results) != 1 or _reduces_an_invariant(op):
         return _scalar_plan(op)  # gathers and multi-result reductions (argmax) stay scalar
     if any(isinstance(shapes.elem_of(v), ir.BF16Type) for v in [*op.operands, *op.results]):
         return _scalar_plan(op)  # LLVM 20's x86 masked store of bf16 vectors crashes at run time

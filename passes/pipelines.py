@@ -78,7 +78,8 @@ CPU_TO_LLVM = [
     # intrinsic is one instruction.
     "math-expand-ops{ops=ctlz,cosh,tan,exp2,fpowi,round,roundeven,rsqrt}",
     "convert-math-to-funcs",
-    "convert-math-to-llvm",
+    # Not log1p as log(1 + x) (0 for tiny x): libm's, below (scalar expm1: cpu-vector-math).
+    "convert-math-to-llvm{approximate-log1p=0}",
     # libm calls for what LLVM has no intrinsic for; it scalarizes vector math with
     # vector.extract/insert, so it runs before the vector conversion.
     "convert-math-to-libm",

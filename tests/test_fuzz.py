@@ -49,12 +49,32 @@ REGRESSIONS = {
     # a returned reshape of a strided slice (a vision transformer's subsampling
     # attention) is not a view: it is copied, where it failed the compile
     "reshape_of_strided_slice": (lambda x: (x * 2)[:, ::2, ::2, :].reshape(-1, 16), (torch.randn(2, 6, 6, 16),)),
+    # a constant row (here an expanded input) normalizes to exactly 0, as eager's
+    # Welford mean makes it, so log gives -inf and not NaN
+    "layer_norm_constant_row": (
+        lambda a, i: torch.take(torch.log(F.layer_norm(a, [7])), i),
+        (T([-0.5722095370292664]).expand(7), T([3, -3, 0, 6])),
+    ),
+    "layer_norm_constant_rows_3d": (lambda a: F.layer_norm(a, [33, 129]) == 0, (torch.full((2, 33, 129), 0.1),)),
+    # ... in the same row kernel as the residual add before it
+    "residual_layer_norm_constant_rows": (
+        lambda a, r: F.layer_norm(a + r, [129]) == 0,
+        (torch.full((5, 129), 0.3), torch.full((5, 129), -0.7)),
+    ),
     # eager's CPU pow by 0.5 is sqrt: NaN for -inf, -0 for -0 (pow gives inf, +0)
     "pow_half_of_minus_inf": (lambda a: torch.pow(a, 0.5), (T([-float("inf"), -0.0, 2.0, -3.0]),)),
     # a one-element tensor takes the scalar path, where MLIR's expansions of tanh,
     # sinh and atanh (1 - exp(-2x) ...) gave 0 for tiny x: libm's now
     "tanh_of_tiny_scalar": (lambda a: torch.where(torch.tanh(a) > 0, torch.tanh(a), 0.5), (T([[1e-30]]),)),
     "sinh_atanh_of_tiny_scalar": (lambda a: (torch.sinh(a), torch.atanh(a)), (T([-1e-30]),)),
+    # a count of a comparison that folds to true (`acc + 1` per element): MLIR's
+    # vectorizer added the 1 once per reduction, not once per element
+    "sum_of_folded_true": (lambda a: ((a < float("inf")).sum(), (a.float() < 1e30).sum(1)), (torch.rand(3, 37) > 0.5,)),
+    # ... and convert-math-to-llvm's log(1 + x) and exp(x) - 1 (asinh is built on log1p)
+    "log1p_expm1_asinh_of_tiny_scalar": (
+        lambda a: (torch.log1p(a), torch.expm1(a), torch.asinh(a), torch.expm1(a.double())),
+        (T([3e-30]),),
+    ),
     # outputs keep eager's strides: transposed, channels_last, expanded
     "strides_transposed": (lambda x: x.t() * 2, (torch.randn(5, 7),)),
     "strides_expanded": (lambda x: (x * 2).expand(4, 5), (torch.randn(1, 5),)),

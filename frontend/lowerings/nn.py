@@ -179,10 +179,12 @@ def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Valu
     norm_dims = list(range(len(in_shape) - len(node.args[1]), len(in_shape)))
     count = float(math.prod(in_shape[d] for d in norm_dims))
     # Two passes (the mean, then the squared deviations).  Eager's Welford mean is
-    # exact on a constant row, ours is a rounded sum: such a row normalizes to about
-    # 1e-4 |x| instead of 0.  A correction pass (the deviations' own mean) fixed it
-    # and cost a fifth of a layer norm's time, so it is not made.
-    mean = b.elementwise("div", b.reduce("reduce_sum", x, norm_dims, True), lctx.typed(count, dtype))
+    # exact on a constant row, so the row normalizes to exactly 0; a float32 sum is
+    # not (about 1e-4 |x| after the 1/std).  Summed in float64, n copies of a float32
+    # add up exactly and the mean rounds back to the element itself.
+    wide = torch.float64 if dtype == torch.float32 else dtype
+    total = b.reduce("reduce_sum", b.convert(x, shapes.element_type(wide)), norm_dims, True)
+    mean = b.convert(b.elementwise("div", total, lctx.typed(count, wide)), shapes.element_type(dtype))
     centered = b.elementwise("sub", x, mean)
     var = b.elementwise(
         "div",

@@ -117,5 +117,23 @@ func.func @f32_tanh(%a: vector<8xf32>) -> vector<8xf32> {
   return %t : vector<8xf32>
 }
 
+// Scalar expm1 is libm's: convert-math-to-llvm's exp(x) - 1 is 0 for tiny x.  Half
+// types compute in f32; vectors stay with SLEEF.
+// CHECK-LABEL: func.func @scalar_expm1
+// CHECK: call @expm1f(%arg0) : (f32) -> f32
+// CHECK: call @expm1(%arg1) : (f64) -> f64
+// CHECK: %[[W:.*]] = arith.extf %arg2 : bf16 to f32
+// CHECK: %[[R:.*]] = call @expm1f(%[[W]]) : (f32) -> f32
+// CHECK: arith.truncf %[[R]] : f32 to bf16
+// CHECK: call @Sleef_expm1f8_u10
+// CHECK-NOT: math.expm1
+func.func @scalar_expm1(%a: f32, %b: f64, %c: bf16, %d: vector<8xf32>) -> (f32, f64, bf16, vector<8xf32>) {
+  %ea = math.expm1 %a : f32
+  %eb = math.expm1 %b : f64
+  %ec = math.expm1 %c : bf16
+  %ed = math.expm1 %d : vector<8xf32>
+  return %ea, %eb, %ec, %ed : f32, f64, bf16, vector<8xf32>
+}
+
 // SLEEF is pure: declared readnone (plus nounwind/willreturn), LLVM may CSE and hoist its calls.
 // CHECK: func.func private @Sleef_logf8_u10(vector<8xf32>) -> vector<8xf32> attributes {llvm.readnone, passthrough = ["nounwind", "willreturn"]}
