@@ -4,7 +4,7 @@
 # (../shared/device/README.md): the bindings come from .device/.
 #   bash benchmarks/gpu_check.sh [gpu_bench.py arguments, e.g. --cases mlp,bert]
 #   SKIP_TESTS=1 / SKIP_FUZZ=1 / SKIP_OPINFO=1 / SKIP_BENCH=1 skip a part; PYTEST_K=expr selects tests;
-#   FUZZ_COUNT (default 2000) random graphs for the CUDA fuzzer;
+#   FUZZ_COUNT (default 2000) random graphs for the CUDA fuzzer, seeds from FUZZ_SEED (default 900) + 1;
 #   OPINFO_DTYPES (default float32,float16,bfloat16) and OPINFO_OPS narrow the sweep.
 # The OpInfo sweep needs `expecttest` (torch's test helpers import it), which the host
 # lacks: copy it into .device/pylib (see the README's GPU section).
@@ -27,7 +27,7 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   # the differential fuzzer on CUDA tensors, one process per seed (FUZZ_COUNT graphs in all)
   jobs=$(( $(nproc) - 3 )); per=$(( ${FUZZ_COUNT:-2000} / jobs + 1 ))
   for s in $(seq 1 $jobs); do
-    (cd tests && python3 fuzz_graphs.py --count $per --seed $((900 + s)) --device cuda > "/tmp/fuzz-cuda-$s.log" 2>&1) &
+    (cd tests && python3 fuzz_graphs.py --count $per --seed $((${FUZZ_SEED:-900} + s)) --device cuda > "/tmp/fuzz-cuda-$s.log" 2>&1) &
   done
   wait
   grep -h "graphs on" /tmp/fuzz-cuda-*.log

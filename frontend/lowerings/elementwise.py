@@ -207,10 +207,10 @@ def _square(x: ir.Value) -> ir.Value:
     return b.elementwise("mul", x, x)
 
 
-# ATen's CPU pow of a float tensor by these exponents calls another kernel, whose
+# ATen's pow of a float tensor by these exponents (CPU and CUDA) calls another kernel, whose
 # special values differ from pow's: sqrt(-0) is -0 and sqrt(-inf) NaN, where
 # pow(-0, 0.5) is +0 and pow(-inf, 0.5) inf; rsqrt(-0) is -inf, pow(-0, -0.5) inf.
-CPU_POW_SHORTCUTS: dict[float, Callable[[ir.Value], ir.Value]] = {
+POW_SHORTCUTS: dict[float, Callable[[ir.Value], ir.Value]] = {
     0.5: lambda x: b.elementwise("sqrt", x),
     -0.5: lambda x: b.elementwise("rsqrt", x),
     2.0: _square,
@@ -224,8 +224,7 @@ CPU_POW_SHORTCUTS: dict[float, Callable[[ir.Value], ir.Value]] = {
 def _pow_scalar(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     dtype, exponent = out_dtype(node), node.args[1]
     x = lctx.typed(node.args[0], dtype)
-    on_cpu = node_meta(node.args[0]).device.type == "cpu"
-    shortcut = CPU_POW_SHORTCUTS.get(exponent) if dtype.is_floating_point and on_cpu else None
+    shortcut = POW_SHORTCUTS.get(exponent) if dtype.is_floating_point else None
     if shortcut is not None and not isinstance(exponent, bool):
         return shortcut(x)
     return b.elementwise("pow", x, lctx.typed(exponent, dtype))
