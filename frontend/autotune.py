@@ -11,40 +11,27 @@ inputs are zeros, which is in range for any index they feed.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import torch
 import torch.fx as fx
 
 from mlirc.backends import disk_cache
 from mlirc.backends.gpu.compiler import cache_dir
-from mlirc.config import config
 from mlirc.frontend.lowerings.api import node_meta
+from mlirc.passes.gpu_matmul import GpuMatmulOptions
 
 log = logging.getLogger(__name__)
 
-# (name, config overrides); the first is the default compile.
-VARIANTS: list[tuple[str, dict]] = [
-    ("cublas", {"gpu_gemm": "extern"}),
-    ("tt.dot default tiles", {"gpu_gemm": "generated", "gpu_gemm_tile": None}),
-    ("tt.dot 128x128x64 w8 s4", {"gpu_gemm": "generated", "gpu_gemm_tile": (128, 128, 64, 8, 4)}),
-    ("tt.dot 64x128x64 w4 s4", {"gpu_gemm": "generated", "gpu_gemm_tile": (64, 128, 64, 4, 4)}),
+# (name, mlirc-gpu-matmul's options); the first is the default compile.
+VARIANTS: list[tuple[str, GpuMatmulOptions]] = [
+    ("cublas", GpuMatmulOptions(mode="extern")),
+    ("tt.dot default tiles", GpuMatmulOptions(mode="generated")),
+    ("tt.dot 128x128x64 w8 s4", GpuMatmulOptions(mode="generated", tile=(128, 128, 64, 8, 4))),
+    ("tt.dot 64x128x64 w4 s4", GpuMatmulOptions(mode="generated", tile=(64, 128, 64, 4, 4))),
 ]
-
-
-@contextlib.contextmanager
-def overrides(fields: dict) -> Iterator[None]:
-    saved = {name: getattr(config, name) for name in fields}
-    for name, value in fields.items():
-        setattr(config, name, value)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(config, name, value)
 
 
 GEMM_OPS = ("aten.mm", "aten.bmm", "aten.addmm", "aten.baddbmm")
@@ -82,8 +69,8 @@ def _time_ms(call: Callable, inputs: list[torch.Tensor]) -> float:
 
 
 def autotune_region(gm: fx.GraphModule, device: torch.device, compile_variant: Callable) -> object:
-    """The fastest of VARIANTS for this region, compiled by `compile_variant()`
-    under each variant's config."""
+    """The fastest of VARIANTS for this region, compiled by `compile_variant(overrides)`
+    (pass name -> options) for each variant."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily():  # compilers run under the tracer's fake mode; timing needs real tensors
@@ -98,12 +85,10 @@ def _autotune(gm: fx.GraphModule, device: torch.device, compile_variant: Callabl
     cached = disk_cache.read_json(path, key)
     chosen = cached.get("variant") if isinstance(cached, dict) else None
     if chosen in names:
-        with overrides(VARIANTS[names.index(chosen)][1]):
-            return compile_variant()
+        return compile_variant({"mlirc-gpu-matmul": VARIANTS[names.index(chosen)][1]})
     best, best_ms, timings = None, float("inf"), {}
-    for name, fields in VARIANTS:
-        with overrides(fields):
-            region = compile_variant()
+    for name, options in VARIANTS:
+        region = compile_variant({"mlirc-gpu-matmul": options})
         if name != names[0] and "@matmul_" not in region.stage_ir.get("gpu", ""):
             break  # no GEMM was generated: every variant compiles the same code
         timings[name] = _time_ms(region.call, inputs)

@@ -23,7 +23,11 @@ from mlirc.dialects import make_context
 from mlirc.errors import MlircError, PipelineError
 from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
-from mlirc.passes.pipelines import STAGES
+from mlirc.passes.cpu_parallelize import CpuParallelizeOptions
+from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
+from mlirc.passes.gpu_matmul import GpuMatmulOptions
+from mlirc.passes.outline_library_calls import OutlineLibraryCallsOptions
+from mlirc.passes.pipelines import configured
 from mlirc.passes.registry import run_passes
 
 log = logging.getLogger(__name__)
@@ -47,8 +51,23 @@ def _dump(name: str, stage: str, text: str, ext: str = "mlir") -> str | None:
     return path
 
 
-def _repro(stage_input: str, name: str, stage: str) -> str:
-    return f"mlirc-opt {_saved(stage_input, name, f'before-{stage}')} -p mlirc-stage-{stage}"
+PassOptions = dict[str, object]  # pass name -> its options dataclass
+
+
+def pass_options() -> PassOptions:
+    """The passes' options from the config (MLIRC_* settings), read once per compile:
+    passes themselves never read the config."""
+    return {
+        "mlirc-outline-library-calls": OutlineLibraryCallsOptions(library_gemm=config.library_gemm),
+        "mlirc-cpu-vectorize": CpuVectorizeOptions(vector_bytes=config.vector_bytes, vectorize=config.vectorize),
+        "mlirc-cpu-parallelize": CpuParallelizeOptions(parallel_min_kib=config.parallel_min_kib),
+        "mlirc-gpu-matmul": GpuMatmulOptions(mode=config.gpu_gemm, tile=config.gpu_gemm_tile),
+    }
+
+
+def _repro(stage_input: str, name: str, pipeline: str) -> str:
+    stage = pipeline.split("{")[0].removeprefix("mlirc-stage-")
+    return f"mlirc-opt {_saved(stage_input, name, f'before-{stage}')} -p '{pipeline}'"
 
 
 def _saved(text: str, name: str, what: str, ext: str = "mlir") -> str:
@@ -73,13 +92,13 @@ def _step(step: str, run: Callable, repro: Callable[[], str | None] = lambda: No
         raise PipelineError(step, f"internal error: {type(err).__name__}: {err}", repro()) from err
 
 
-def _run_stage(module: ir.Module, stage: str, name: str, stage_ir: dict[str, str]) -> None:
-    elements = STAGES[stage]
+def _run_stage(module: ir.Module, stage: str, name: str, stage_ir: dict[str, str], options: PassOptions) -> None:
+    pipeline = configured(stage, options)
     before = str(module)
     try:
-        run_passes(module, elements, stage=f"mlirc-stage-{stage}")
+        run_passes(module, [pipeline], stage=f"mlirc-stage-{stage}")
     except PipelineError as err:
-        raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, stage)) from err
+        raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, pipeline)) from err
     stage_ir[stage] = str(module)
     _dump(name, stage, stage_ir[stage])
 
@@ -110,15 +129,16 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autot
     """`autotune` (mode="max-autotune"): on a GPU, time the GEMM variants and keep
     the fastest (mlirc.frontend.autotune)."""
     device = device or torch.device("cpu")
+    options = pass_options()
     if autotune and device.type == "cuda":
         from mlirc.frontend import autotune as tuner
 
         if tuner.has_gemm(gm):
-            return tuner.autotune_region(gm, device, lambda: _compile_region(gm, device))
-    return _compile_region(gm, device)
+            return tuner.autotune_region(gm, device, lambda overrides: _compile_region(gm, device, options | overrides))
+    return _compile_region(gm, device, options)
 
 
-def _compile_region(gm: fx.GraphModule, device: torch.device) -> CompiledRegion:
+def _compile_region(gm: fx.GraphModule, device: torch.device, options: PassOptions) -> CompiledRegion:
     global _region_counter
     _region_counter += 1
     name = f"region{_region_counter}"
@@ -134,15 +154,15 @@ def _compile_region(gm: fx.GraphModule, device: torch.device) -> CompiledRegion:
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
     with context:
-        _run_stage(module, "linalg", name, stage_ir)
+        _run_stage(module, "linalg", name, stage_ir, options)
         if device.type != "cuda":
-            _run_stage(module, "cpu-layout", name, stage_ir)
-        _run_stage(module, "kernels", name, stage_ir)
+            _run_stage(module, "cpu-layout", name, stage_ir, options)
+        _run_stage(module, "kernels", name, stage_ir, options)
         if device.type == "cuda":
-            call, source, kernel_count = _build_gpu(module, name, stage_ir, result_dtypes, device)
+            call, source, kernel_count = _build_gpu(module, name, stage_ir, result_dtypes, device, options)
         else:
-            _run_stage(module, "cpu-fusion", name, stage_ir)
-            call, source, kernel_count = _build_cpu(module, name, result_dtypes, device)
+            _run_stage(module, "cpu-fusion", name, stage_ir, options)
+            call, source, kernel_count = _build_cpu(module, name, result_dtypes, device, options)
     if any(n is None for n in outputs):
         call = _with_none_outputs(call, [n is None for n in outputs])
     constants = constant_inputs(gm)
@@ -152,12 +172,15 @@ def _compile_region(gm: fx.GraphModule, device: torch.device) -> CompiledRegion:
     return CompiledRegion(call, source, kernel_count, stage_ir)
 
 
-def _build_cpu(module: ir.Module, name: str, result_dtypes: list, device: torch.device) -> tuple[Callable, str, int]:
+def _build_cpu(
+    module: ir.Module, name: str, result_dtypes: list, device: torch.device, options: PassOptions
+) -> tuple[Callable, str, int]:
     before = str(module)
+    pipeline = configured("cpu", options)
     try:
-        compiled = _step("mlirc-cpu-codegen", lambda: compile_kernels(module))
+        compiled = _step("mlirc-cpu-codegen", lambda: compile_kernels(module, pipeline))
     except PipelineError as err:
-        raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, "cpu")) from err
+        raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, pipeline)) from err
     call, source = _step(
         "mlirc-host-wrapper",
         lambda: build_wrapper(module, compiled, result_dtypes, device),
@@ -167,11 +190,16 @@ def _build_cpu(module: ir.Module, name: str, result_dtypes: list, device: torch.
 
 
 def _build_gpu(
-    module: ir.Module, name: str, stage_ir: dict[str, str], result_dtypes: list, device: torch.device
+    module: ir.Module,
+    name: str,
+    stage_ir: dict[str, str],
+    result_dtypes: list,
+    device: torch.device,
+    options: PassOptions,
 ) -> tuple[Callable, str, int]:
     from mlirc.backends.gpu import compiler, runtime
 
-    _run_stage(module, "gpu", name, stage_ir)
+    _run_stage(module, "gpu", name, stage_ir, options)
     gpu_ir = lambda: f"the gpu-stage IR is in {_saved(stage_ir['gpu'], name, 'gpu')}"  # noqa: E731
     launchers = _step("triton.compile", lambda: compiler.compile_module(module), gpu_ir)
     call, source = _step(

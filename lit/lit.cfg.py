@@ -28,6 +28,3 @@ config.substitutions.append(("%not", _llvm_tool("not")))
 opt = shutil.which("mlirc-opt", path=os.path.dirname(python)) or shutil.which("mlirc-opt")
 config.substitutions.append(("mlirc-opt", opt or f"{python} -m mlirc.tools.mlirc_opt"))
 config.environment["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
-# CHECK lines spell out vector shapes: schedule for AVX2's 32 bytes on any host
-# (an AVX-512 host would otherwise get 16-lane f32 vectors).
-config.environment["MLIRC_VECTOR_BYTES"] = "32"

@@ -16,10 +16,11 @@ the loop (a fill of the whole output, a copy) stays serial: chunks would race.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import arith, func, scf
 
-from mlirc.config import config
 from mlirc.passes.cpu_vectorize import PARALLEL_LOOP_ATTR, elem_bytes
 from mlirc.passes.ir_utils import nested_ops, remap_operands
 from mlirc.passes.registry import register_pass
@@ -157,16 +158,26 @@ def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[int]) -> None:
     kernel.attributes[PARALLEL_ATTR] = ir.DenseI64ArrayAttr.get(bounds)
 
 
-@register_pass("mlirc-cpu-parallelize", "Split kernels' outermost parallel loop into chunks for OpenMP threads")
-def cpu_parallelize(module: ir.Operation) -> None:
+@dataclass(frozen=True)
+class CpuParallelizeOptions:
+    # Kernels that move less than this (KiB) stay on one thread: a fork/join costs
+    # more than it saves.  -1: never split.
+    parallel_min_kib: int = 128
+
+
+@register_pass(
+    "mlirc-cpu-parallelize",
+    "Split kernels' outermost parallel loop into chunks for OpenMP threads",
+    CpuParallelizeOptions,
+)
+def cpu_parallelize(module: ir.Operation, options: CpuParallelizeOptions) -> None:
     body = module.regions[0].blocks[0]
     kernels = [op for op in body.operations if isinstance(op, func.FuncOp) and "mlirc.kernel" in op.attributes]
     for kernel in kernels:
         if kernel.is_external:
             continue
         found = _chunkable_loop(kernel)
-        # Below config.parallel_min_kib a fork/join costs more than it saves.
-        threshold = config.parallel_min_kib
+        threshold = options.parallel_min_kib
         if found is not None and threshold >= 0 and _bytes_moved(kernel) >= threshold * 1024:
             _split(kernel, *_coalesce(*found))
         _drop_marks(kernel.operation)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from mlir import ir, passmanager
 
-from mlirc.config import config
 from mlirc.dialects import shapes
+from mlirc.errors import PipelineError
 from mlirc.passes.ir_utils import nested_ops
 from mlirc.passes.registry import register_pass
 
@@ -34,9 +34,17 @@ PARALLEL_OUTER_NAMED = frozenset(
 )  # fmt: skip
 
 
-def vector_bytes() -> int:
-    """The vector width kernels are scheduled for: MLIRC_VECTOR_BYTES, else the host's."""
-    return config.vector_bytes or host_vector_bytes()
+@dataclass(frozen=True)
+class CpuVectorizeOptions:
+    vector_bytes: int = 0  # the vector width kernels are scheduled for; 0: the host's
+    vectorize: bool = True  # off: every op stays scalar (a debugging aid)
+
+    def width(self) -> int:
+        if self.vector_bytes not in (0, 16, 32, 64):
+            raise PipelineError(
+                "mlirc-cpu-vectorize", f"vector-bytes={self.vector_bytes}: 0 (the host's), 16, 32 or 64"
+            )
+        return self.vector_bytes or host_vector_bytes()
 
 
 @functools.cache
@@ -269,8 +277,8 @@ def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lan
     )  # fmt: skip
 
 
-def schedule(op: ir.Operation) -> Plan | None:
-    """The tiling/vectorization plan for `op`, or None to leave it alone."""
+def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
+    """The tiling/vectorization plan for `op` on `vector_bytes`-wide vectors, or None to leave it alone."""
     if op.name not in VECTORIZABLE or _has_gather(op) or len(op.results) != 1 or _reduces_an_invariant(op):
         return _scalar_plan(op)  # gathers and multi-result reductions (argmax) stay scalar
     if any(isinstance(shapes.elem_of(v), ir.BF16Type) for v in [*op.operands, *op.results]):
@@ -279,7 +287,7 @@ def schedule(op: ir.Operation) -> Plan | None:
     if not sizes or any(s is None or s == 0 for s in sizes):
         return None
     out_elem = shapes.elem_of(op.results[0])
-    lanes = vector_bytes() // elem_bytes(out_elem)
+    lanes = vector_bytes // elem_bytes(out_elem)
     if op.name == "linalg.matmul":
         return Plan([8, 2 * lanes, 1], [8, 2 * lanes, 1])
     if op.name == "linalg.batch_matmul":
@@ -474,14 +482,17 @@ def _script(plans: list[tuple[int, Plan]]) -> str:
     return "\n".join(lines)
 
 
-@register_pass("mlirc-cpu-vectorize", "Tile kernels' linalg ops to the host vector width and vectorize them")
-def cpu_vectorize(module: ir.Operation) -> None:
-    if not config.vectorize:
+@register_pass(
+    "mlirc-cpu-vectorize", "Tile kernels' linalg ops to the host vector width and vectorize them", CpuVectorizeOptions
+)
+def cpu_vectorize(module: ir.Operation, options: CpuVectorizeOptions) -> None:
+    if not options.vectorize:
         return
+    width = options.width()
     plans = []
     i64 = ir.IntegerType.get_signless(64, module.context)
     for op in _linalg_ops(module):
-        plan = schedule(op)
+        plan = schedule(op, width)
         if plan is None:
             continue
         sid = len(plans)

@@ -4,7 +4,8 @@ transposes that feed them and the elementwise epilogue that consumes them.
 After `mlirc-outline-library-calls` every GEMM is a cuBLAS call, which wins alone
 but writes its result to memory for the next kernel (bias, GELU, residual) to read
 back.  A generated GEMM keeps its accumulator in registers and applies the
-epilogue before the one store.  Per `mm` call, by `config.gpu_gemm`:
+epilogue before the one store.  Per `mm` call, by the pass's `mode` option
+(MLIRC_GPU_GEMM):
 
 * "extern": leave every GEMM to cuBLAS;
 * "generated": generate every 2-D `mm` and 3-D `bmm`;
@@ -22,11 +23,12 @@ it and lowers it to a `tt.dot` loop (passes/gpu_matmul_tt.py).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.config import config
+from mlirc.errors import PipelineError
 from mlirc.passes.gpu_lower_to_tt import TILE_ATTR
 from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions, fuse_calls
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, VIEWS, is_fill, loop_ranges
@@ -35,6 +37,15 @@ from mlirc.passes.registry import register_pass
 
 GEMMS = frozenset({"mm", "bmm"})
 GEMM_TYPES = (ir.F16Type, ir.BF16Type, ir.F32Type)  # what tt.dot multiplies
+MODES = ("auto", "generated", "extern")
+
+
+@dataclass(frozen=True)
+class GpuMatmulOptions:
+    mode: str = "auto"  # one of MODES (above)
+    # The generated kernels' tiles: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages (None:
+    # mlirc-gpu-lower-to-tt's own choice).
+    tile: tuple[int, ...] | None = None
 
 
 def _pointwise_generic(kernel: func.FuncOp) -> ir.Operation | None:
@@ -55,8 +66,9 @@ def _identity(amap: ir.AffineMap) -> bool:
 
 
 class Planner:
-    def __init__(self, kernels: dict[str, func.FuncOp]) -> None:
+    def __init__(self, kernels: dict[str, func.FuncOp], mode: str) -> None:
         self.kernels = kernels
+        self.mode = mode
 
     def kernel(self, call: ir.Operation) -> func.FuncOp | None:
         return self.kernels.get(callee(call)) if call.name == "func.call" else None
@@ -102,10 +114,10 @@ class Planner:
 
     def wanted(self, gemm: ir.Operation, epilogue: ir.Operation | None) -> bool:
         library = library_of(self.kernel(gemm))
-        if library not in GEMMS or config.gpu_gemm == "extern":
+        if library not in GEMMS or self.mode == "extern":
             return False
         element = ir.RankedTensorType(gemm.results[0].type).element_type
-        return config.gpu_gemm == "generated" and isinstance(element, GEMM_TYPES)
+        return self.mode == "generated" and isinstance(element, GEMM_TYPES)
 
     def group(self, gemm: ir.Operation) -> list[ir.Operation] | None:
         epilogue = self.epilogue(gemm) if library_of(self.kernel(gemm)) == "mm" else None
@@ -127,11 +139,17 @@ class Planner:
         return [*views, gemm, *([epilogue] if epilogue is not None else [])]
 
 
-@register_pass("mlirc-gpu-matmul", "GPU: GEMMs worth generating become tt.dot kernels with their epilogue")
-def gpu_matmul(module: ir.Operation) -> None:
+@register_pass(
+    "mlirc-gpu-matmul", "GPU: GEMMs worth generating become tt.dot kernels with their epilogue", GpuMatmulOptions
+)
+def gpu_matmul(module: ir.Operation, options: GpuMatmulOptions) -> None:
+    if options.mode not in MODES:
+        raise PipelineError("mlirc-gpu-matmul", f"mode={options.mode}: one of {', '.join(MODES)}")
+    if options.tile is not None and len(options.tile) != 5:
+        raise PipelineError("mlirc-gpu-matmul", f"tile={options.tile}: BLOCK_M,BLOCK_N,BLOCK_K,warps,stages")
     top = module.regions[0].blocks[0]
     kernels = functions(top)
-    planner = Planner(kernels)
+    planner = Planner(kernels, options.mode)
     count = 0
     for entry in entry_functions(top):
         for call in [op.operation for op in entry.entry_block.operations]:
@@ -140,7 +158,7 @@ def gpu_matmul(module: ir.Operation) -> None:
             group = planner.group(call)
             if group is not None:
                 fused = fuse_calls(group, kernels, f"matmul_{count}")
-                if config.gpu_gemm_tile:
-                    fused.attributes[TILE_ATTR] = ir.DenseI64ArrayAttr.get(list(config.gpu_gemm_tile))
+                if options.tile:
+                    fused.attributes[TILE_ATTR] = ir.DenseI64ArrayAttr.get(list(options.tile))
                 count += 1
     erase_uncalled_kernels(top, kernels)

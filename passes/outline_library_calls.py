@@ -17,10 +17,11 @@ fuse with their epilogues and are generated.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.config import config
 from mlirc.dialects import shapes
 from mlirc.passes.registry import register_pass
 
@@ -62,9 +63,18 @@ def _outline(entry: func.FuncOp, op: ir.Operation, name: str) -> None:
     op.erase()
 
 
-@register_pass("mlirc-outline-library-calls", "Outline floating-point GEMMs and convolutions as torch library kernels")
-def outline_library_calls(module: ir.Operation) -> None:
-    if not config.library_gemm:
+@dataclass(frozen=True)
+class OutlineLibraryCallsOptions:
+    library_gemm: bool = True  # off: GEMMs and convolutions are generated code
+
+
+@register_pass(
+    "mlirc-outline-library-calls",
+    "Outline floating-point GEMMs and convolutions as torch library kernels",
+    OutlineLibraryCallsOptions,
+)
+def outline_library_calls(module: ir.Operation, options: OutlineLibraryCallsOptions) -> None:
+    if not options.library_gemm:
         return
     body = module.regions[0].blocks[0]
     entries = [op for op in body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes]

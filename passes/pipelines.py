@@ -8,6 +8,9 @@ kernels    --mlirc-stage-gpu-->     Triton TTIR (a nested module per kernel)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 # Importing a pass module registers it.
 from mlirc.passes import (  # noqa: F401
     cpu_channels_last,
@@ -29,7 +32,7 @@ from mlirc.passes import (  # noqa: F401
     split_reductions,
     transpose_views,
 )
-from mlirc.passes.registry import register_pipeline
+from mlirc.passes.registry import PASSES, expand, format_element, parse_element, register_pipeline
 
 LINALG = [
     "mlirc-outline-library-calls", "mlirc-split-reductions", "mlirc-slice-broadcasts", "mlirc-lower-to-linalg",
@@ -124,3 +127,16 @@ register_pipeline(
 )
 register_pipeline("mlirc-stage-cpu", "Stage: a kernels module -> LLVM dialect for the host CPU", CPU)
 register_pipeline("mlirc-stage-gpu", "Stage: a kernels module -> Triton TTIR, one nested module per kernel", GPU)
+
+
+def configured(stage: str, options: Mapping[str, Any]) -> str:
+    """`mlirc-stage-<stage>` with the options (pass name -> options dataclass) that
+    differ from the passes' defaults, as mlirc-opt would be given them:
+    `mlirc-stage-cpu{vector-bytes=32}`.  Only passes of the stage contribute."""
+    name = f"mlirc-stage-{stage}"
+    in_stage = {parse_element(e)[0] for e in expand([name])}
+    raw: dict[str, str] = {}
+    for pass_name, value in options.items():
+        if pass_name in in_stage and PASSES[pass_name].options is not None:
+            raw.update(parse_element(format_element(pass_name, value))[1])
+    return f"{name}{{{' '.join(f'{k}={v}' for k, v in raw.items())}}}" if raw else name

@@ -17,6 +17,7 @@ import io
 import os
 import random
 import re
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ def _inputs() -> list[tuple[str, str, list[str]]]:
     for path in sorted(LIT.rglob("*.mlir")):
         text = path.read_text()
         run = re.search(r"RUN:.*?mlirc-opt %s([^|]*)", text)
-        args = run.group(1).split() if run else []
+        args = shlex.split(run.group(1)) if run else []  # quoted pipelines with pass options
         keep = [a for a in args if a.startswith(("-p", "--pass-pipeline", "mlirc-", "--split-input-file"))]
         passes = []
         for i, a in enumerate(args):

@@ -66,3 +66,23 @@ def test_unknown_variable_warns():
         [sys.executable, "-W", "always", "-c", "import mlirc"], env=env, capture_output=True, text=True
     )
     assert done.returncode == 0 and "MLIRC_STRCT" in done.stderr
+
+
+def test_passes_get_the_config_as_options(monkeypatch):
+    """The driver hands the settings to the passes as options, so a stage's printed
+    pipeline (the repro command's) is the whole configuration."""
+    from mlirc.config import config
+    from mlirc.frontend.compile import pass_options
+    from mlirc.passes.pipelines import configured
+
+    assert configured("cpu", pass_options()) in (
+        "mlirc-stage-cpu",
+        f"mlirc-stage-cpu{{vector-bytes={config.vector_bytes}}}",
+    )
+    monkeypatch.setattr(config, "vector_bytes", 16)
+    monkeypatch.setattr(config, "parallel_min_kib", -1)
+    monkeypatch.setattr(config, "gpu_gemm", "generated")
+    options = pass_options()
+    assert configured("cpu", options) == "mlirc-stage-cpu{vector-bytes=16 parallel-min-kib=-1}"
+    assert configured("gpu", options) == "mlirc-stage-gpu{mode=generated}"
+    assert configured("linalg", options) == "mlirc-stage-linalg"

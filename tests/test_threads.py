@@ -36,8 +36,8 @@ def test_kernels_are_dispatched_to_openmp(monkeypatch):
 
     original = codegen.lower_to_llvm_ir
 
-    def spy(kernels):
-        text = original(kernels)
+    def spy(kernels, *args):
+        text = original(kernels, *args)
         captured.append(text)
         return text
 

@@ -28,7 +28,7 @@ from mlirc.dialects.mlirc_dialect import irdl_source
 from mlirc.dialects.verifier import verify_ops
 from mlirc.errors import MlircError
 from mlirc.passes import PASSES
-from mlirc.passes.registry import build_pass_manager, split_pipeline
+from mlirc.passes.registry import build_pass_manager, option_fields, split_pipeline
 
 SPLIT_MARKER = "// -----"
 
@@ -63,6 +63,11 @@ def _list_passes() -> str:
         lines.append(f"  {name:32} [{kind}] {info.description}")
         if info.pipeline:
             lines.append(f"  {'':32}   = {','.join(info.pipeline)}")
+        if info.options is not None:
+            default = info.options()
+            for option, (field, kind) in option_fields(info.options).items():
+                shown = getattr(default, field)
+                lines.append(f"  {'':32}   {{{option}=...}} {getattr(kind, '__name__', kind)}, default {shown!r}")
     return "\n".join(lines)
 
 

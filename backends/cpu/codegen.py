@@ -19,8 +19,8 @@ from mlir.dialects import llvm as llvm_dialect
 
 from mlirc.config import config
 from mlirc.errors import PipelineError
+from mlirc.passes import pipelines  # noqa: F401 - registers mlirc-stage-cpu
 from mlirc.passes.outline_library_calls import LIBRARY_ATTR
-from mlirc.passes.pipelines import CPU
 from mlirc.passes.registry import run_passes
 
 log = logging.getLogger(__name__)
@@ -90,8 +90,9 @@ def _unconverted_ops(module: ir.Module) -> list[str]:
     return left
 
 
-def lower_to_llvm_ir(kernels: ir.Module) -> str:
-    run_passes(kernels, CPU, stage="mlirc-stage-cpu")
+def lower_to_llvm_ir(kernels: ir.Module, pipeline: str = "mlirc-stage-cpu") -> str:
+    """`pipeline`: the CPU stage with its options (mlirc.passes.pipelines.configured)."""
+    run_passes(kernels, [pipeline], stage="mlirc-stage-cpu")
     left = _unconverted_ops(kernels)
     if left:
         raise PipelineError("mlirc-stage-cpu", f"ops left unconverted to the LLVM dialect: {', '.join(left)}")
@@ -151,10 +152,10 @@ def optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
     builder.getModulePassManager().run(parsed, builder)
 
 
-def compile_kernels(module: ir.Module) -> CompiledKernels:
+def compile_kernels(module: ir.Module, pipeline: str = "mlirc-stage-cpu") -> CompiledKernels:
     sigs = kernel_signatures(module)
     kernels = kernels_only(module)
-    llvm_ir = lower_to_llvm_ir(kernels)
+    llvm_ir = lower_to_llvm_ir(kernels, pipeline)
     try:
         parsed = llvm.parse_assembly(llvm_ir)
         parsed.verify()

@@ -1,4 +1,4 @@
-// RUN: mlirc-opt %s -p mlirc-cpu-vectorize | FileCheck %s
+// RUN: mlirc-opt %s -p 'mlirc-cpu-vectorize{vector-bytes=32}' | FileCheck %s
 
 // The innermost dim is tiled to the vector width and vectorized with masks.
 // CHECK-LABEL: func.func @kernel_0

@@ -1,4 +1,4 @@
-// RUN: mlirc-opt %s -p mlirc-stage-cpu | FileCheck %s
+// RUN: mlirc-opt %s -p 'mlirc-stage-cpu{vector-bytes=32}' | FileCheck %s
 
 // Kernels take bare pointers: inputs, then the out-param for the result.
 // CHECK: llvm.func @kernel_0(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
