@@ -51,6 +51,10 @@ LIBRARY_CALLS = {
     "mm_onednn": "{out} = onednn_mm({0}, {1})",
     "bmm": "torch.bmm({0}, {1}, out={out})",
     "conv2d": "{out} = torch.conv2d({0}, {1}, None, {stride}, {padding}, {dilation}, {groups}).contiguous()",
+    # A convolution that stands for exact float32 sums (average pooling's window sums):
+    # never TF32, which cuDNN uses for float32 convolutions by default (eager's conv2d
+    # does too; its avg_pool2d does not).
+    "conv2d_exact": "{out} = exact_conv2d({0}, {1}, {stride}, {padding}, {dilation}, {groups})",
     # Input and result are NHWC tensors, the weight OHWI (mlirc-cpu-channels-last):
     # oneDNN computes channels-last when its input is, and the result's NHWC view is
     # then dense.
@@ -59,7 +63,8 @@ LIBRARY_CALLS = {
         " {stride}, {padding}, {dilation}, {groups}).permute(0, 2, 3, 1).contiguous()"
     ),
 }
-ALLOCATES_OWN_RESULT = frozenset({"conv2d", "conv2d_nhwc", "mm_onednn"})
+ALLOCATES_OWN_RESULT = frozenset({"conv2d", "conv2d_exact", "conv2d_nhwc", "mm_onednn"})
+EXACT_ATTR = "exact"  # on a conv2d: sums that must not round to TF32 (see "conv2d_exact")
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).
 _STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
@@ -195,7 +200,18 @@ def wrapper_scope(device: torch.device) -> dict:
         "empty_strided": fast_empty,
         "reinterpret_tensor": reinterpret,
         "with_strides": with_strides,
+        "exact_conv2d": exact_conv2d,
     }
+
+
+def exact_conv2d(x: torch.Tensor, w: torch.Tensor, *args: object) -> torch.Tensor:
+    """torch.conv2d with cuDNN's TF32 off for the call (a no-op setting on the CPU)."""
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        return torch.conv2d(x, w, None, *args).contiguous()
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
 
 
 class _Free:
@@ -496,6 +512,8 @@ class WrapperBuilder:
             raise PipelineError("mlirc-host-wrapper", f"unknown library kernel '{library}'")
         args = ir.DictAttr(attrs[LIBRARY_ARGS_ATTR]) if LIBRARY_ARGS_ATTR in attrs else {}
         fields = {a.name: _python_value(a.attr) for a in args}
+        if fields.pop(EXACT_ATTR, 0) and library == "conv2d":
+            library = "conv2d_exact"
         operands = [self.name(v) for v in op.operands]
         library = self.library_variant(library, operands)
         if library in ALLOCATES_OWN_RESULT:

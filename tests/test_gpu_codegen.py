@@ -109,7 +109,7 @@ def test_gemm_lowers_to_tt_dot(case, tmp_path, monkeypatch):
     (text,) = _kernels_ir(fn, [torch.randn(s, dtype=dtype) for s in shapes], tmp_path)
     with make_context():
         module = ir.Module.parse(text)
-        run_passes(module, STAGES["gpu"], stage="mlirc-stage-gpu")
+        run_passes(module, ["mlirc-stage-gpu{mode=generated}"], stage="mlirc-stage-gpu")
         module.operation.verify()
         kernels = triton_kernels(module)
     gemms = [k for k in kernels if k.name.startswith("matmul_")]

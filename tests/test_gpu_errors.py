@@ -108,3 +108,29 @@ def test_output_strides(fn, x):
     expected, actual = fn(x), torch.compile(fn, backend="mlirc")(x)
     torch.testing.assert_close(actual, expected)
     assert actual.stride() == expected.stride()
+
+
+# CUDA fuzzer findings.  Each op rounds as eager's one-op kernels do: with Triton's
+# contraction on, (a / b) - ((a / b) + 0) was an FMA's residual, so var() of one element
+# came out inf, not 0 / 0 = NaN.  Average pooling's window sums are exact float32: as
+# cuDNN convolutions they ran in TF32 (relative errors up to 2.4, denormals flushed).
+CUDA_FINDINGS = {
+    "var_of_one_quotient": (lambda a, b: (b / a).var(), (torch.tensor(-1.3073505), torch.tensor(-87.334755))),
+    "var_of_one_product": (lambda a, b: (b * a).var(), (torch.tensor(-1.3073505), torch.tensor(-87.334755))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CUDA_FINDINGS))
+def test_cuda_findings(name):
+    fn, args = CUDA_FINDINGS[name]
+    args = _cuda(args)
+    torch.testing.assert_close(torch.compile(fn, backend="mlirc")(*args), fn(*args), equal_nan=True)
+
+
+def test_avg_pool_sums_are_float32():
+    x = torch.randn(17, 13, 13, 17, device="cuda")
+    x[0, 2, 12, 16] = 1e-40  # a ceil_mode corner window of one denormal
+    fn = lambda x: F.avg_pool2d(x, 2, ceil_mode=True)  # noqa: E731
+    actual, expected = torch.compile(fn, backend="mlirc")(x), fn(x)
+    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-6)  # TF32: ~5e-4
+    assert actual[0, 2, 6, 8] == expected[0, 2, 6, 8] != 0

@@ -426,7 +426,10 @@ def _avg_pool2d(lctx: LoweringContext, node: fx.Node) -> ir.Value:
             low=[0, 0, 0, 0], high=[0, 0, *overhang],
         )  # fmt: skip
         result_type = shapes.torch_tensor_type([count, 1, *out_hw], dtype)
-        return b.create("conv2d", [outer, ones], result_type, stride=stride, padding=[0, 0], dilation=[1, 1], groups=1)
+        # exact: float32 window sums, never TF32 (cuDNN's default for float32 convolutions)
+        return b.create(
+            "conv2d", [outer, ones], result_type, stride=stride, padding=[0, 0], dilation=[1, 1], groups=1, exact=1
+        )
 
     planes = math.prod(shape[:-2])
     sums = window_sums(b.reshape(x, [planes, 1, height, width]), 0.0, planes)
