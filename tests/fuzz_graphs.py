@@ -593,33 +593,47 @@ def _run(fn: Callable, inputs: list[torch.Tensor]) -> Outcome:
         return Outcome(error=err)
 
 
-def _float64_reference(graph: Graph, wobble: float = 0.0, float32_steps: frozenset[str] = frozenset()) -> tuple | None:
+def _float64_reference(
+    graph: Graph, wobble: float = 0.0, step_dtypes: dict[str, torch.dtype] | None = None, inputs_too: bool = True
+) -> tuple | None:
     """The graph in float64, its float inputs optionally perturbed by `wobble`
     (relative): where that moves an output by more than the comparison's tolerance,
     the output is ill-conditioned there (a sum of +1e30 and -1e30, a cast of a value
-    next to an integer) and float32 results may differ in any way.  The steps that
-    eager computes in float32 are perturbed too, by a few float32 ulps (STEP_WOBBLE,
-    the sign of `wobble`): a remainder or floor of a float32 intermediate one ulp from
-    a multiple flips with the intermediate's rounding, which no input perturbation
-    shows when the step barely depends on its inputs (a softmax of 1e-3-sized logits)."""
+    next to an integer) and float32 results may differ in any way.
+
+    Each float step is perturbed too, by a few ulps of the dtype eager computes it in
+    (STEP_WOBBLE, with the sign of `wobble`): a remainder or a comparison of an
+    intermediate one rounding from a multiple or from 0 flips with the intermediate's
+    rounding, which no input perturbation shows when the step barely depends on its
+    inputs (a softmax of 1e-3-sized logits).  Near 0 the width is a few ulps of the
+    step's largest magnitude: a cancellation (x - mean, a running sum) that lands on 0
+    in one summation order is a rounding's width from 0 in another, so one run snaps
+    such values to 0 and the other moves exact zeros off it."""
     inputs = []
     for x in graph.inputs:
         if x.is_floating_point():
             x = x.double()
-            if wobble:
+            if wobble and inputs_too:
                 x = x * (1 + wobble * _noise(x, 0))
         inputs.append(x)
 
     def perturb(name: str, value: Any) -> Any:
-        if not (wobble and name in float32_steps and isinstance(value, torch.Tensor) and value.is_floating_point()):
+        dtype = (step_dtypes or {}).get(name)
+        if dtype not in STEP_WOBBLE or not isinstance(value, torch.Tensor) or not value.is_floating_point():
             return value
-        return value * (1 + math.copysign(STEP_WOBBLE, wobble) * _noise(value, 1 + sum(map(ord, name))))
+        step = math.copysign(STEP_WOBBLE[dtype], wobble) * _noise(value, 1 + sum(map(ord, name)))
+        finite = value[value.isfinite()].abs()
+        width = STEP_WOBBLE[dtype] * (finite.max() if finite.numel() else 0.0)
+        if wobble > 0:  # what is within a few roundings of 0 may be 0 ...
+            return torch.where(value.abs() <= width, 0.0, value * (1 + step))
+        return torch.where(value == 0, step.sign() * width, value * (1 + step))  # ... and a 0 may not
 
-    return _run(graph.function(perturb if float32_steps else None), inputs).values
+    return _run(graph.function(perturb if wobble and step_dtypes else None), inputs).values
 
 
 _WOBBLE = torch.Generator()
-STEP_WOBBLE = 4e-7  # relative: a few float32 ulps (one is 6e-8 .. 1.2e-7)
+# relative: a few ulps (float32's is 6e-8 .. 1.2e-7, float64's 1.1e-16 .. 2.2e-16)
+STEP_WOBBLE = {torch.float32: 4e-7, torch.float64: 8e-16}
 
 
 def _noise(like: torch.Tensor, seed: int) -> torch.Tensor:
@@ -729,12 +743,12 @@ def check(graph: Graph) -> str | None:
         return f"mlirc raised where eager did not: {text[:400]} ... {text[-600:]}"
     reference = _float64_reference(graph)
     # Two opposite perturbations: what is left of a cancellation (1e30 - 1e30 + ...)
-    # takes the noise's sign, so one draw alone flags only half of such elements.
-    float32_steps = frozenset(name for name, dtype in step_dtypes.items() if dtype == torch.float32)
-    wobbles = [_float64_reference(graph, d, float32_steps) for d in (1e-6, -1e-6)]
+    # takes the noise's sign, so one draw alone flags only half of such elements; and
+    # the steps' alone, whose roundings near 0 the inputs' would drown.
+    wobbles = [_float64_reference(graph, d, step_dtypes, inputs) for inputs in (True, False) for d in (1e-6, -1e-6)]
     wobbles = [w for w in wobbles if w is not None]
     # A float64 result of float32 work (a float32 GEMM, then .double()) carries float32 error.
-    float32_work = bool(float32_steps) or any(x.dtype == torch.float32 for x in graph.inputs)
+    float32_work = torch.float32 in step_dtypes.values() or any(x.dtype == torch.float32 for x in graph.inputs)
     strides = _fake_strides(graph)
     for i, (a, e) in enumerate(zip(actual.values, expected.values, strict=True)):
         ref = reference[i] if reference is not None else None
