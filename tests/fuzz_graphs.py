@@ -594,25 +594,30 @@ def _run(fn: Callable, inputs: list[torch.Tensor]) -> Outcome:
 
 
 def _float64_reference(
-    graph: Graph, wobble: float = 0.0, step_dtypes: dict[str, torch.dtype] | None = None, inputs_too: bool = True
+    graph: Graph,
+    wobble: float = 0.0,
+    step_dtypes: dict[str, torch.dtype] | None = None,
+    inputs_too: bool = True,
+    widen: bool = True,
 ) -> tuple | None:
     """The graph in float64, its float inputs optionally perturbed by `wobble`
     (relative): where that moves an output by more than the comparison's tolerance,
     the output is ill-conditioned there (a sum of +1e30 and -1e30, a cast of a value
     next to an integer) and float32 results may differ in any way.
 
-    Each float step is perturbed too, by a few ulps of the dtype eager computes it in
-    (STEP_WOBBLE, with the sign of `wobble`): a remainder or a comparison of an
+    Each float step is perturbed too, by a few ulps (of the dtype eager computes it in)
+    of the step's typical magnitude, as a rounding error of its operands would move it
+    (STEP_WOBBLE, with the sign of `wobble`; a log_softmax near 0 is a cancellation of
+    operands far larger than itself): a remainder or a comparison of an
     intermediate one rounding from a multiple or from 0 flips with the intermediate's
     rounding, which no input perturbation shows when the step barely depends on its
-    inputs (a softmax of 1e-3-sized logits).  Near 0 the width is a few ulps of the
-    step's largest magnitude: a cancellation (x - mean, a running sum) that lands on 0
+    inputs (a softmax of 1e-3-sized logits).  Near 0 likewise: a cancellation (x - mean, a running sum) that lands on 0
     in one summation order is a rounding's width from 0 in another, so one run snaps
     such values to 0 and the other moves exact zeros off it."""
     inputs = []
     for x in graph.inputs:
         if x.is_floating_point():
-            x = x.double()
+            x = x.double() if widen else x
             if wobble and inputs_too:
                 x = x * (1 + wobble * _noise(x, 0))
         inputs.append(x)
@@ -621,12 +626,15 @@ def _float64_reference(
         dtype = (step_dtypes or {}).get(name)
         if dtype not in STEP_WOBBLE or not isinstance(value, torch.Tensor) or not value.is_floating_point():
             return value
-        step = math.copysign(STEP_WOBBLE[dtype], wobble) * _noise(value, 1 + sum(map(ord, name)))
-        finite = value[value.isfinite()].abs()
-        width = STEP_WOBBLE[dtype] * (finite.max() if finite.numel() else 0.0)
+        finite = value[value.isfinite()].abs().flatten()
+        # the step's typical magnitude (its upper quartile): a few special values
+        # (1e30) must not make every element of the step ill-conditioned
+        typical = finite.kthvalue(max(1, (3 * finite.numel()) // 4)).values if finite.numel() else 0.0
+        width = STEP_WOBBLE[dtype] * typical
+        step = math.copysign(width, wobble) * _noise(value, 1 + sum(map(ord, name)))
         if wobble > 0:  # what is within a few roundings of 0 may be 0 ...
-            return torch.where(value.abs() <= width, 0.0, value * (1 + step))
-        return torch.where(value == 0, step.sign() * width, value * (1 + step))  # ... and a 0 may not
+            return torch.where(value.abs() <= width, 0.0, value + step)
+        return torch.where(value == 0, step.sign() * width, value + step)  # ... and a 0 may not
 
     return _run(graph.function(perturb if wobble and step_dtypes else None), inputs).values
 
@@ -742,10 +750,17 @@ def check(graph: Graph) -> str | None:
         text = "".join(traceback.format_exception_only(actual.error)).strip()
         return f"mlirc raised where eager did not: {text[:400]} ... {text[-600:]}"
     reference = _float64_reference(graph)
+    # A graph that does not run in float64 (a float32 tensor made from bools meets a
+    # widened input) is perturbed in its own dtypes, against eager's own values.
+    widen = reference is not None
+    if not widen:
+        reference = expected.values
     # Two opposite perturbations: what is left of a cancellation (1e30 - 1e30 + ...)
     # takes the noise's sign, so one draw alone flags only half of such elements; and
     # the steps' alone, whose roundings near 0 the inputs' would drown.
-    wobbles = [_float64_reference(graph, d, step_dtypes, inputs) for inputs in (True, False) for d in (1e-6, -1e-6)]
+    wobbles = [
+        _float64_reference(graph, d, step_dtypes, inputs, widen) for inputs in (True, False) for d in (1e-6, -1e-6)
+    ]
     wobbles = [w for w in wobbles if w is not None]
     # A float64 result of float32 work (a float32 GEMM, then .double()) carries float32 error.
     float32_work = torch.float32 in step_dtypes.values() or any(x.dtype == torch.float32 for x in graph.inputs)
