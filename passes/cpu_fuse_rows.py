@@ -210,5 +210,5 @@ def tile_rows(kernel: func.FuncOp, rows: int) -> bool:
 
 @register_pass("mlirc-cpu-fuse-rows", "CPU: fuse consecutive kernels over the same rows into one loop over rows")
 def cpu_fuse_rows(module: ir.Operation) -> None:
-    for kernel, rows in fuse_row_groups(module, MAX_ROW, contractions=True):
+    for kernel, rows in fuse_row_groups(module, MAX_ROW, contractions=True, row_elements=True):
         tile_rows(kernel, rows)

@@ -244,6 +244,22 @@ def _linear_dims(expr: ir.AffineExpr) -> dict[int, int] | None:
     return None
 
 
+def reads_dims_or_constants(amap: ir.AffineMap, vector_dim: int | None = None) -> bool:
+    """A projected permutation, or one with fixed indices among its results (a row's
+    first element, mlirc-fold-slice-reads).  With `vector_dim` (the loop that is
+    vectorized), such a map must read along it contiguously (it is the last result)
+    or not at all (a broadcast): the vectorizer fails on a fixed index inside a
+    strided vector read."""
+    results = list(amap.results)
+    dims = [ir.AffineDimExpr(e).position for e in results if isinstance(e, ir.AffineDimExpr)]
+    constants = sum(1 for e in results if isinstance(e, ir.AffineConstantExpr))
+    if len(dims) + constants != len(results) or len(set(dims)) != len(dims):
+        return False
+    if vector_dim is None or not constants or vector_dim not in dims:
+        return True
+    return isinstance(results[-1], ir.AffineDimExpr) and ir.AffineDimExpr(results[-1]).position == vector_dim
+
+
 def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lanes: int) -> Plan | None:
     """Pooling-like ops (an input read at `stride * out + window`) after `order`:
     parallel loops but the last tiled to 1, the window's reductions whole, the last
@@ -251,7 +267,7 @@ def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lan
     permutation of what is left (the window dims and the vector dim), or the
     vectorizer would fail."""
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    if all(m.is_projected_permutation for m in maps):
+    if all(reads_dims_or_constants(m) for m in maps):
         return None
     iterators = _iterators(op)
     last = order[-1]
@@ -297,9 +313,9 @@ def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
         window = _window_plan(op, sizes, order or tuple(range(len(sizes))), lanes)
         if window is not None:
             return window
-        if not all(
-            ir.AffineMapAttr(m).value.is_projected_permutation for m in ir.ArrayAttr(op.attributes["indexing_maps"])
-        ):
+        vector_dim = order[-1] if order else len(sizes) - 1
+        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        if not all(reads_dims_or_constants(m, vector_dim) for m in maps):
             return _scalar_plan(op)
     if order is None:
         reduction = _inner_reduction(op, sizes, lanes)

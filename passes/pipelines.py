@@ -21,6 +21,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_skinny_matmul,
     cpu_vector_math,
     cpu_vectorize,
+    fold_slice_reads,
     form_kernels,
     fuse_elementwise,
     gpu_fuse_rows,
@@ -36,7 +37,7 @@ from mlirc.passes.registry import PASSES, expand, format_element, parse_element,
 
 LINALG = [
     "mlirc-outline-library-calls", "mlirc-split-reductions", "mlirc-slice-broadcasts", "mlirc-lower-to-linalg",
-    "canonicalize", "cse",
+    "mlirc-fold-slice-reads", "canonicalize", "cse",
 ]  # fmt: skip
 # CPU only, before fusion: the layout permutes and contractions they add fuse into their neighbours.
 CPU_LAYOUT = ["mlirc-cpu-skinny-matmul", "mlirc-cpu-channels-last", "canonicalize", "cse"]

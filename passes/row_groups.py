@@ -63,17 +63,31 @@ def row_shape(kernel: func.FuncOp) -> RowShape | None:
     return RowShape(ranges, rows)
 
 
-def _map_reads_in_place(amap: ir.AffineMap, dims: int) -> bool:
-    return [str(e) for e in amap.results] == [f"d{i}" for i in range(dims)]
+def _map_reads_in_place(amap: ir.AffineMap, dims: int, rows: int | None = None) -> bool:
+    """Does `amap` read a `dims`-d tile where it lies?  With `rows`, a constant past
+    the row dims passes too: a fixed element of the same row (its first)."""
+    if len(amap.results) != dims:
+        return False
+    for i, expr in enumerate(amap.results):
+        if isinstance(expr, ir.AffineDimExpr) and ir.AffineDimExpr(expr).position == i:
+            continue
+        if rows is None or i < rows or not isinstance(expr, ir.AffineConstantExpr):
+            return False
+    return True
 
 
 class Grouper:
     """Finds the groups among the entry's calls."""
 
-    def __init__(self, kernels: dict[str, func.FuncOp], max_row: int, contractions: bool = False) -> None:
+    def __init__(
+        self, kernels: dict[str, func.FuncOp], max_row: int, contractions: bool = False, row_elements: bool = False
+    ) -> None:
         self.kernels = kernels
         self.max_row = max_row  # elements of the longest row a group may hold
         self.contractions = contractions  # may a group start with contractions?
+        # May a member read a fixed element of an earlier member's row?  A CPU row
+        # loop holds the row in a buffer; a GPU program holds it across its lanes.
+        self.row_elements = row_elements
 
     def kernel_of(self, op: ir.Operation) -> func.FuncOp | None:
         if op.name != "func.call":
@@ -104,7 +118,8 @@ class Grouper:
             uses = [(u.owner.operation, u.operand_number) for u in arg.uses]
             width = len(row_shape(produced[operand]).tile())
             for owner, index in uses:  # only in place, as an input of the generic
-                if owner != generic or index >= inputs or not _map_reads_in_place(maps[index], width):
+                in_row = _map_reads_in_place(maps[index], width, rows if self.row_elements else None)
+                if owner != generic or index >= inputs or not in_row:
                     return False
         return True
 
@@ -154,12 +169,14 @@ class Grouper:
         return group
 
 
-def fuse_row_groups(module: ir.Operation, max_row: int, contractions: bool = False) -> list[tuple[func.FuncOp, int]]:
+def fuse_row_groups(
+    module: ir.Operation, max_row: int, contractions: bool = False, row_elements: bool = False
+) -> list[tuple[func.FuncOp, int]]:
     """Inline every row group of the module's entries into one kernel `rows_N`;
     the fused kernels with their number of leading row dims."""
     top = module.regions[0].blocks[0]
     kernels = functions(top)
-    grouper = Grouper(kernels, max_row, contractions)
+    grouper = Grouper(kernels, max_row, contractions, row_elements)
     fused: list[tuple[func.FuncOp, int]] = []
     for entry in entry_functions(top):
         calls = [op.operation for op in entry.entry_block.operations]

@@ -171,6 +171,27 @@ def _reshape_channels(value: ir.Value, rank: int) -> ir.Value:
     return b.reshape(value, [1, shapes.shape_of(value)[0]] + [1] * (rank - 2))
 
 
+def _row_mean(lctx: LoweringContext, x: ir.Value, dtype: torch.dtype, dims: list[int], on_cpu: bool) -> ir.Value:
+    """The mean over `dims` (keepdim), exact on a constant row as eager's Welford mean
+    is: such a row then normalizes to exactly 0, where a rounded float32 sum / n
+    leaves about 1e-4 |x|.  On the CPU, the deviations from each row's first element
+    are summed (a constant row's are 0): the row loop reads that element in place
+    (mlirc-fold-slice-reads), for one subtraction per element.  A GPU program holds
+    its row in registers, where no element is at hand: it sums in float64, where n
+    copies of a float32 add up exactly and divide back to the element itself."""
+    in_shape = shapes.shape_of(x)
+    count = math.prod(in_shape[d] for d in dims)
+    if on_cpu and count:
+        rank = len(in_shape)
+        pivot_type = shapes.tensor_type([1 if d in dims else n for d, n in enumerate(in_shape)], shapes.elem_of(x))
+        pivot = b.create("slice", [x], pivot_type, starts=[0] * rank, steps=[1] * rank)
+        deviations = b.reduce("reduce_sum", b.elementwise("sub", x, pivot), dims, True)
+        return b.elementwise("add", pivot, b.elementwise("div", deviations, lctx.typed(float(count), dtype)))
+    wide = torch.float64 if dtype == torch.float32 else dtype
+    total = b.reduce("reduce_sum", b.convert(x, shapes.element_type(wide)), dims, True)
+    return b.convert(b.elementwise("div", total, lctx.typed(float(count), wide)), shapes.elem_of(x))
+
+
 @register(aten.native_layer_norm.default)
 def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value, ir.Value]:
     dtype = out_dtype(node)
@@ -178,13 +199,7 @@ def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Valu
     in_shape = shapes.shape_of(x)
     norm_dims = list(range(len(in_shape) - len(node.args[1]), len(in_shape)))
     count = float(math.prod(in_shape[d] for d in norm_dims))
-    # Two passes (the mean, then the squared deviations).  Eager's Welford mean is
-    # exact on a constant row, so the row normalizes to exactly 0; a float32 sum is
-    # not (about 1e-4 |x| after the 1/std).  Summed in float64, n copies of a float32
-    # add up exactly and the mean rounds back to the element itself.
-    wide = torch.float64 if dtype == torch.float32 else dtype
-    total = b.reduce("reduce_sum", b.convert(x, shapes.element_type(wide)), norm_dims, True)
-    mean = b.convert(b.elementwise("div", total, lctx.typed(count, wide)), shapes.element_type(dtype))
+    mean = _row_mean(lctx, x, dtype, norm_dims, on_cpu=node_meta(node.args[0]).device.type == "cpu")
     centered = b.elementwise("sub", x, mean)
     var = b.elementwise(
         "div",

@@ -1,0 +1,74 @@
+// RUN: mlirc-opt %s --split-input-file -p mlirc-fold-slice-reads | FileCheck %s
+
+// Layer norm's pivot: each row's first element, broadcast against the row.  The
+// generic reads x itself through (d0, 0); the slice goes.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[FIRST:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func.func @first_of_row
+// CHECK-NOT: tensor.extract_slice
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[FIRST]], #{{.*}}], {{.*}} ins(%arg0, %arg0 : tensor<8x96xf32>, tensor<8x96xf32>)
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#bcast = affine_map<(d0, d1) -> (d0, 0)>
+func.func @first_of_row(%x: tensor<8x96xf32>) -> tensor<8x96xf32> attributes {mlirc.entry} {
+  %p = tensor.extract_slice %x[0, 0] [8, 1] [1, 1] : tensor<8x96xf32> to tensor<8x1xf32>
+  %e = tensor.empty() : tensor<8x96xf32>
+  %r = linalg.generic {indexing_maps = [#id, #bcast, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %p : tensor<8x96xf32>, tensor<8x1xf32>) outs(%e : tensor<8x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<8x96xf32>
+  return %r : tensor<8x96xf32>
+}
+
+// -----
+
+// A picked element at another offset, read through the identity of the slice's
+// own unit dim: the dim's loop keeps its range from the result.
+// CHECK-DAG: #[[AT5:.*]] = affine_map<(d0, d1) -> (5, d1)>
+// CHECK-LABEL: func.func @fifth_row
+// CHECK-NOT: tensor.extract_slice
+// CHECK: linalg.generic {indexing_maps = [#[[AT5]], #{{.*}}], {{.*}} ins(%arg0 : tensor<7x4xf32>)
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @fifth_row(%x: tensor<7x4xf32>) -> tensor<1x4xf32> attributes {mlirc.entry} {
+  %p = tensor.extract_slice %x[5, 0] [1, 4] [1, 1] : tensor<7x4xf32> to tensor<1x4xf32>
+  %e = tensor.empty() : tensor<1x4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<1x4xf32>) outs(%e : tensor<1x4xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s = math.exp %a : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4xf32>
+  return %r : tensor<1x4xf32>
+}
+
+// -----
+
+// Not folded: a slice that keeps part of a dim (its reads would need an offset
+// map), a strided one, and one whose picked dim is the only source of a loop's
+// range (a reduction over it).
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-3: tensor.extract_slice
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @kept(%x: tensor<8x96xf32>) -> (tensor<8x10xf32>, tensor<8x10xf32>, tensor<8xf32>) attributes {mlirc.entry} {
+  %part = tensor.extract_slice %x[0, 3] [8, 10] [1, 1] : tensor<8x96xf32> to tensor<8x10xf32>
+  %strided = tensor.extract_slice %x[0, 0] [8, 10] [1, 2] : tensor<8x96xf32> to tensor<8x10xf32>
+  %one = tensor.extract_slice %x[0, 4] [8, 1] [1, 1] : tensor<8x96xf32> to tensor<8x1xf32>
+  %e = tensor.empty() : tensor<8x10xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%part : tensor<8x10xf32>) outs(%e : tensor<8x10xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  } -> tensor<8x10xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%strided : tensor<8x10xf32>) outs(%e : tensor<8x10xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  } -> tensor<8x10xf32>
+  %z = arith.constant 0.0 : f32
+  %e8 = tensor.empty() : tensor<8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e8 : tensor<8xf32>) -> tensor<8xf32>
+  %c = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%one : tensor<8x1xf32>) outs(%f : tensor<8xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %s = arith.addf %v, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %a, %b, %c : tensor<8x10xf32>, tensor<8x10xf32>, tensor<8xf32>
+}
