@@ -599,6 +599,8 @@ def _float64_reference(
     step_dtypes: dict[str, torch.dtype] | None = None,
     inputs_too: bool = True,
     widen: bool = True,
+    substitute: dict[str, tuple[torch.Tensor, float]] | None = None,
+    record: dict[str, Any] | None = None,
 ) -> tuple | None:
     """The graph in float64, its float inputs optionally perturbed by `wobble`
     (relative): where that moves an output by more than the comparison's tolerance,
@@ -606,14 +608,17 @@ def _float64_reference(
     next to an integer) and float32 results may differ in any way.
 
     Each float step is perturbed too, by a few ulps (of the dtype eager computes it in)
-    of the step's typical magnitude, as a rounding error of its operands would move it
+    of the step's magnitude, as a rounding error of its operands would move it
     (STEP_WOBBLE, with the sign of `wobble`; a log_softmax near 0 is a cancellation of
     operands far larger than itself): a remainder or a comparison of an
     intermediate one rounding from a multiple or from 0 flips with the intermediate's
     rounding, which no input perturbation shows when the step barely depends on its
     inputs (a softmax of 1e-3-sized logits).  Near 0 likewise: a cancellation (x - mean, a running sum) that lands on 0
     in one summation order is a rounding's width from 0 in another, so one run snaps
-    such values to 0 and the other moves exact zeros off it."""
+    such values to 0 and the other moves exact zeros off it.
+
+    `substitute` (step -> (mask, value)) replaces those elements of those steps;
+    `record` receives every step's value."""
     inputs = []
     for x in graph.inputs:
         if x.is_floating_point():
@@ -621,22 +626,70 @@ def _float64_reference(
             if wobble and inputs_too:
                 x = x * (1 + wobble * _noise(x, 0))
         inputs.append(x)
+    env: dict[str, Any] = {f"a{i}": x for i, x in enumerate(inputs)}
+    exprs = dict(graph.steps)
 
-    def perturb(name: str, value: Any) -> Any:
-        dtype = (step_dtypes or {}).get(name)
-        if dtype not in STEP_WOBBLE or not isinstance(value, torch.Tensor) or not value.is_floating_point():
-            return value
-        finite = value[value.isfinite()].abs().flatten()
-        # the step's typical magnitude (its upper quartile): a few special values
-        # (1e30) must not make every element of the step ill-conditioned
-        typical = finite.kthvalue(max(1, (3 * finite.numel()) // 4)).values if finite.numel() else 0.0
-        width = STEP_WOBBLE[dtype] * typical
-        step = math.copysign(width, wobble) * _noise(value, 1 + sum(map(ord, name)))
-        if wobble > 0:  # what is within a few roundings of 0 may be 0 ...
-            return torch.where(value.abs() <= width, 0.0, value + step)
-        return torch.where(value == 0, step.sign() * width, value + step)  # ... and a 0 may not
+    def hook(name: str, value: Any) -> Any:
+        if substitute and name in substitute:
+            mask, fill = substitute[name]
+            value = torch.where(mask.to(value.device), torch.tensor(fill, dtype=value.dtype), value)
+        elif wobble and step_dtypes:
+            value = _perturb_step(value, (step_dtypes or {}).get(name), wobble, name, _magnitude(exprs[name], env))
+        env[name] = value
+        if record is not None:
+            record[name] = value
+        return value
 
-    return _run(graph.function(perturb if wobble and step_dtypes else None), inputs).values
+    fn = graph.function(hook)
+    if not widen:
+        return _run(fn, inputs).values
+    # Floats made inside the graph (atan2 of bools, a mean of integers) are float64
+    # too, or they would meet the widened inputs in float32 (a GEMM that cancels).
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return _run(fn, inputs).values
+    finally:
+        torch.set_default_dtype(default)
+
+
+# Steps that sum products of their operands' elements: their rounding error scales with
+# the sum of the terms' magnitudes, which a cancellation leaves far above the result.
+SUMS = (".sum(", ".mean(", "torch.cumsum(", "F.linear(", " @ ", "torch.bmm(", "F.conv2d(", "avg_pool2d(")
+
+
+def _magnitude(expr: str, env: dict[str, Any]) -> torch.Tensor | None:
+    """For a sum-like step, its value on its operands' magnitudes: the sum of the
+    |terms| behind each element (a convolution's 576 products, not the -15 they add
+    up to).  None for other steps."""
+    if not any(marker in expr for marker in SUMS):
+        return None
+    scope = {k: v.abs() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for k, v in env.items()}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return eval(expr, {"torch": torch, "F": F, "math": math}, scope)  # noqa: S307 - our own program
+    except Exception:  # noqa: BLE001 - the step itself raised: no magnitude
+        return None
+
+
+def _perturb_step(
+    value: Any, dtype: torch.dtype | None, wobble: float, name: str, magnitude: torch.Tensor | None
+) -> Any:
+    if dtype not in STEP_WOBBLE or not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        return value
+    finite = value[value.isfinite()].abs().flatten()
+    # the step's typical magnitude (its upper quartile): a few special values
+    # (1e30) must not make every element of the step ill-conditioned
+    typical = finite.kthvalue(max(1, (3 * finite.numel()) // 4)).values if finite.numel() else 0.0
+    scale = torch.as_tensor(typical, dtype=value.dtype, device=value.device)
+    if isinstance(magnitude, torch.Tensor) and magnitude.shape == value.shape:
+        scale = torch.maximum(scale, magnitude.to(value.dtype).nan_to_num(0.0, 0.0, 0.0))
+    width = STEP_WOBBLE[dtype] * scale
+    step = math.copysign(1.0, wobble) * width * _noise(value, 1 + sum(map(ord, name)))
+    if wobble > 0:  # what is within a few roundings of 0 may be 0 ...
+        return torch.where(value.abs() <= width, 0.0, value + step)
+    return torch.where(value == 0, step.sign() * width, value + step)  # ... and a 0 may not
 
 
 _WOBBLE = torch.Generator()
@@ -733,13 +786,50 @@ def _close(
 CHECK_STRIDES = True  # outputs keep eager's strides (mlirc.dialects.layouts)
 
 
+# What a broken-down step's elements are replaced by, one run each: whatever depends on
+# them moves in some run.
+BREAKDOWN_FILLS = (0.0, 1.0, -1.0, math.inf, -math.inf, math.nan)
+
+
+def _breakdowns(eager_steps: dict[str, torch.Tensor], reference_steps: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """Where eager's float32 algorithm broke down: a step's elements that are NaN or
+    inf, or off by more than 10%, where the float64 run's are finite (a layer norm of
+    1e30-sized rows: Welford's NaN in eager, 0 from mlirc's sum, 0.5 in float64)."""
+    found = {}
+    for name, e in eager_steps.items():
+        r = reference_steps.get(name)
+        if not (isinstance(r, torch.Tensor) and e.is_floating_point() and r.is_floating_point()):
+            continue
+        if r.shape != e.shape:
+            continue
+        e64, r = e.detach().cpu().double(), r.detach().cpu().double()
+        mask = r.isfinite() & (~e64.isfinite() | ((e64 - r).abs() > 0.1 * (1 + r.abs())))
+        if mask.any():
+            found[name] = mask
+    return found
+
+
+def _breakdown_runs(graph: Graph, broken: dict[str, torch.Tensor]) -> list:
+    """The float64 graph with the broken-down elements set to each of BREAKDOWN_FILLS:
+    an output element that differs between these runs depends on a value that eager's
+    float32 run got wrong, and float32 answers may differ there in any way (the
+    comparison takes it as ill-conditioned).  Deterministic, unlike a perturbation,
+    and it follows the dependence through comparisons and reductions (an any() of a
+    NaN row) that a NaN alone would not survive."""
+    if not broken:
+        return []
+    return [_float64_reference(graph, substitute={n: (m, fill) for n, m in broken.items()}) for fill in BREAKDOWN_FILLS]
+
+
 def check(graph: Graph) -> str | None:
     """None if mlirc agrees with eager on `graph`, else what differs."""
     step_dtypes: dict[str, torch.dtype] = {}
+    eager_steps: dict[str, torch.Tensor] = {}
 
     def record(name: str, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
             step_dtypes[name] = value.dtype
+            eager_steps[name] = value
         return value
 
     expected = _run(graph.function(record), graph.inputs)
@@ -755,7 +845,8 @@ def check(graph: Graph) -> str | None:
     if actual.error is not None:
         text = "".join(traceback.format_exception_only(actual.error)).strip()
         return f"mlirc raised where eager did not: {text[:400]} ... {text[-600:]}"
-    reference = _float64_reference(graph)
+    reference_steps: dict[str, Any] = {}
+    reference = _float64_reference(graph, record=reference_steps)
     # A graph that does not run in float64 (a float32 tensor made from bools meets a
     # widened input) is perturbed in its own dtypes, against eager's own values.
     widen = reference is not None
@@ -767,6 +858,8 @@ def check(graph: Graph) -> str | None:
     wobbles = [
         _float64_reference(graph, d, step_dtypes, inputs, widen) for inputs in (True, False) for d in (1e-6, -1e-6)
     ]
+    if widen:
+        wobbles += _breakdown_runs(graph, _breakdowns(eager_steps, reference_steps))
     wobbles = [w for w in wobbles if w is not None]
     # A float64 result of float32 work (a float32 GEMM, then .double()) carries float32 error.
     float32_work = torch.float32 in step_dtypes.values() or any(x.dtype == torch.float32 for x in graph.inputs)

@@ -110,9 +110,9 @@ def test_output_strides(fn, x):
     assert actual.stride() == expected.stride()
 
 
-# CUDA fuzzer findings.  With Triton's FP contraction on, (a / b) - ((a / b) + 0) is an
-# FMA's residual, so var() of one element comes out inf, not 0 / 0 = NaN: a known
-# difference (backends/gpu/compiler.py says why contraction stays on).  Average
+# CUDA fuzzer findings.  With Triton's FP contraction on, (a * b) - ((a * b) + 0) is an
+# FMA's residual, so var() of one element came out inf, not 0 / 0 = NaN: its deviation
+# is now x * 0 (backends/gpu/compiler.py says why contraction stays on).  Average
 # pooling's window sums are exact float32: as cuDNN convolutions they ran in TF32
 # (relative errors up to 2.4, denormals flushed).
 CUDA_FINDINGS = {
@@ -121,7 +121,6 @@ CUDA_FINDINGS = {
 }
 
 
-@pytest.mark.xfail(reason="ptxas fuses a product into each of its users (FP contraction)", strict=True)
 @pytest.mark.parametrize("name", sorted(CUDA_FINDINGS))
 def test_cuda_findings(name):
     fn, args = CUDA_FINDINGS[name]

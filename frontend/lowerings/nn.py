@@ -106,7 +106,10 @@ def _var(lctx: LoweringContext, node: fx.Node) -> ir.Value | tuple[ir.Value, ir.
     correction = node.kwargs.get("correction")
     count = math.prod(in_shape[d] for d in dims)
     mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), lctx.typed(float(count), acc))
-    dev = b.elementwise("sub", x, mean)
+    # One element: its deviation is 0 (NaN for inf or NaN), said as x * 0.  As x - mean,
+    # a GPU kernel that computes x = a * b fuses the product into the subtraction (FP
+    # contraction) and leaves the product's rounding error: var() was inf, not 0 / 0.
+    dev = b.elementwise("mul", x, lctx.typed(0.0, acc)) if count == 1 else b.elementwise("sub", x, mean)
     squares = b.reduce("reduce_sum", b.elementwise("mul", dev, dev), dims, keepdim)
     divisor = max(count - (1 if correction is None else correction), 0)
     var = b.elementwise("div", squares, lctx.typed(float(divisor), acc))
