@@ -45,6 +45,11 @@ LIBDEVICE = {
 # Triton lowers these natively in f32 only (fast approximations); in f64 they are
 # libdevice calls (special functions compute in f64: passes/special_math.py).
 LIBDEVICE_F64 = {f"math.{n}": n for n in "exp exp2 log log2 sin cos erf".split()}
+# Products and quotients round to nearest, as in eager's one-op kernels: `__nv_fmul_rn`
+# (`__nv_dmul_rn` in f64) is a mul.rn that ptxas never contracts into an FMA with its
+# user (softmax(a * b) of a 4e29 product: x - max(x) was the product's rounding error,
+# exp() of it inf, the row NaN), and Triton's f32 division is div.full, 2 ulp off.
+ROUNDED = {"arith.mulf": "mul_rn", "arith.divf": "div_rn"}
 
 _INF = float("inf")
 # The combiner's identity: what masked lanes hold, so they never change a row's result.
@@ -526,6 +531,8 @@ class TileEmitter:
             return [self.load(source, self.offsets(indices, self.memory[source]))]
         if len(op.regions):
             raise _fail(self.kernel, f"'{name}' in a generic's body has no Triton lowering")
+        if name in ROUNDED:
+            return [self.libdevice(ROUNDED[name], [self.lookup(values, v) for v in op.operands], rounded=True)]
         if name in LIBDEVICE:
             return [self.libdevice(LIBDEVICE[name], [self.lookup(values, v) for v in op.operands])]
         if name in LIBDEVICE_F64 and isinstance(op.operands[0].type, ir.F64Type):
@@ -545,11 +552,14 @@ class TileEmitter:
         new = tt.create(name, [self.to_kind(x, kind) for x in operands], types, attrs)
         return [Tiled(r, kind) for r in new.results]
 
-    def libdevice(self, function: str, operands: list[Tiled]) -> Tiled:
+    def libdevice(self, function: str, operands: list[Tiled], rounded: bool = False) -> Tiled:
+        """`__nv_<function>f` (f32) or `__nv_<function>` (f64); `rounded` ones are
+        spelled `__nv_f<function>` / `__nv_d<function>`."""
         kind = _join([x.kind for x in operands])
         compute = tt.element_of(operands[0].value)  # f32 or f64: halves compute in f32
         args = [self.to_kind(x, kind) for x in operands]
-        symbol = f"__nv_{function}{'' if isinstance(compute, ir.F64Type) else 'f'}"
+        f64 = isinstance(compute, ir.F64Type)
+        symbol = f"__nv_{'d' if f64 else 'f'}{function}" if rounded else f"__nv_{function}{'' if f64 else 'f'}"
         attrs = {
             "libname": ir.StringAttr.get(""),
             "libpath": ir.StringAttr.get(""),

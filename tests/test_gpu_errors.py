@@ -118,6 +118,13 @@ def test_output_strides(fn, x):
 CUDA_FINDINGS = {
     "var_of_one_quotient": (lambda a, b: (b / a).var(), (torch.tensor(-1.3073505), torch.tensor(-87.334755))),
     "var_of_one_product": (lambda a, b: (b * a).var(), (torch.tensor(-1.3073505), torch.tensor(-87.334755))),
+    # x - max(x) of a product fused into an FMA is the product's rounding error: for a
+    # 4e29 product, exp() of it was inf and the row NaN (products are mul.rn now)
+    "softmax_of_a_product": (
+        lambda a, b: torch.softmax(a * b, -1),
+        (torch.tensor([[1e30, 1.2494, -2.4578]]), torch.tensor([[0.38395759, 1.9586, 0.9304]])),
+    ),
+    "floor_of_a_quotient": (lambda a: torch.floor(a / a), (torch.randn(4099) * 1e3,)),
 }
 
 

@@ -7,7 +7,8 @@
 #col = affine_map<(d0, d1) -> (d1)>
 
 // Pointwise: 1-D blocks of 256 over the 7x33 points; the row vector is read
-// through (flat % 33), the contiguous operands through the flat index itself.
+// through (flat % 33), the contiguous operands through the flat index itself.  The
+// product rounds before the add (mul.rn: ptxas must not contract them into an FMA).
 // CHECK-LABEL: func.func private @kernel_0(tensor<7x33xf32>, tensor<33xf32>) -> tensor<7x33xf32>
 // CHECK-SAME: mlirc.gpu.grid = array<i64: 1, 1, 1>, mlirc.gpu.num_warps = 1 : i64, mlirc.gpu.ttir = "kernel_0_ttir"
 func.func @kernel_0(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> tensor<7x33xf32> attributes {mlirc.kernel} {
@@ -15,7 +16,8 @@ func.func @kernel_0(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> tensor<7x33xf32
   %r = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<7x33xf32>, tensor<33xf32>) outs(%e : tensor<7x33xf32>) {
   ^bb0(%a: f32, %c: f32, %out: f32):
     %t = math.tanh %a : f32
-    %s = arith.addf %t, %c : f32
+    %p = arith.mulf %t, %c : f32
+    %s = arith.addf %p, %c : f32
     linalg.yield %s : f32
   } -> tensor<7x33xf32>
   return %r : tensor<7x33xf32>
@@ -59,7 +61,8 @@ func.func @main(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> (tensor<7x33xf32>, 
 // CHECK: %[[COL:.*]] = arith.remsi %[[FLAT]]
 // CHECK: "tt.addptr"(%{{.*}}, %[[COL]])
 // CHECK: "tt.extern_elementwise"(%{{.*}}) {libname = "", libpath = "", pure = true, symbol = "__nv_tanhf"}
-// CHECK: arith.addf
+// CHECK: %[[P:.*]] = "tt.extern_elementwise"(%{{.*}}, %{{.*}}) {libname = "", libpath = "", pure = true, symbol = "__nv_fmul_rn"}
+// CHECK: arith.addf %[[P]]
 // CHECK: "tt.store"(%{{.*}}, %{{.*}}, %[[MASK]])
 // CHECK: "tt.return"()
 
