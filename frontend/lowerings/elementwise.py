@@ -393,7 +393,8 @@ def _gelu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         return b.elementwise("mul", x, b.elementwise("sigmoid", inner))
     else:
         gate = b.elementwise("add", b.elementwise("erf", b.elementwise("mul", x, c(0.7071067811865476))), c(1.0))
-    return b.elementwise("mul", b.elementwise("mul", x, gate), c(0.5))
+    # x * 0.5 first, as ATen does: x * gate overflows for x near the float32 maximum
+    return b.elementwise("mul", b.elementwise("mul", x, c(0.5)), gate)
 
 
 @register(aten.silu.default)
