@@ -70,6 +70,31 @@ def _has_gather(op: ir.Operation) -> bool:
     return False
 
 
+# Integer divisions trap (SIGFPE) on x86 for a 0 divisor.  Vectorized with masks, the
+# lanes past a row's end are read as poison, and LLVM may fold the guard that makes a 0
+# divisor 1 (select(poison, ...)) away: a permuted a // b died of SIGFPE.  x86 has no
+# vector integer division anyway (LLVM scalarizes it), so these stay scalar.
+INTEGER_DIVISIONS = frozenset(
+    {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi",
+     "arith.ceildivui"}
+)  # fmt: skip
+
+
+def _divides_integers(op: ir.Operation) -> bool:
+    """Does `op` divide by anything but a constant (a constant other than 0 and -1
+    cannot trap, whatever the dividend: index arithmetic `% size` stays vectorized)?"""
+    for inner in nested_ops(op):
+        if inner.name not in INTEGER_DIVISIONS:
+            continue
+        divisor = inner.operands[1].owner
+        if isinstance(divisor, ir.Block) or divisor.name != "arith.constant":
+            return True
+        value = divisor.attributes["value"]
+        if not isinstance(value, ir.IntegerAttr) or ir.IntegerAttr(value).value in (0, -1):
+            return True
+    return False
+
+
 def _reduces_an_invariant(op: ir.Operation) -> bool:
     """A reduction whose yielded values depend on no input element and no index
     (`acc + 1` once a comparison folds to true): MLIR's vectorizer combines such a
@@ -297,6 +322,8 @@ def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
     """The tiling/vectorization plan for `op` on `vector_bytes`-wide vectors, or None to leave it alone."""
     if op.name not in VECTORIZABLE or _has_gather(op) or len(op.results) != 1 or _reduces_an_invariant(op):
         return _scalar_plan(op)  # gathers and multi-result reductions (argmax) stay scalar
+    if _divides_integers(op):
+        return _scalar_plan(op)
     if any(isinstance(shapes.elem_of(v), ir.BF16Type) for v in [*op.operands, *op.results]):
         return _scalar_plan(op)  # LLVM 20's x86 masked store of bf16 vectors crashes at run time
     sizes = _loop_sizes(op)

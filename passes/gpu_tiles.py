@@ -163,7 +163,12 @@ def plan_tiles(generic: ir.Operation) -> TilePlan:
             block_r = max(1, min(_next_pow2(size_r), TILE_ELEMENTS // block_p))
         tile = block_p * block_r
     num_warps = max(1, min(8, tile // 256))
-    return TilePlan(ranges, parallel, reduction, block_p, block_r, num_warps, biggest >= 2**31)
+    # i64 offsets, too, for a full-width tile whose reduction index is unflattened into
+    # several dims: with i32 ones Triton 3.6 summed a permuted int32 [3, 7, 31, 5] wrong
+    # on the H100 (fuzzer graph 12208036648; right with i64 offsets or 2048-wide tiles,
+    # the cause inside Triton not found).
+    wide = biggest >= 2**31 or (len(reduction) > 1 and block_r >= TILE_ELEMENTS)
+    return TilePlan(ranges, parallel, reduction, block_p, block_r, num_warps, wide)
 
 
 def row_major(shape: list[int]) -> list[int]:

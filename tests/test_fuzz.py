@@ -75,6 +75,22 @@ REGRESSIONS = {
         lambda a: (torch.log1p(a), torch.expm1(a), torch.asinh(a), torch.expm1(a.double())),
         (T([3e-30]),),
     ),
+    # an integer division of a permuted input, vectorized with masks: the lanes past the
+    # row's end were poison, LLVM dropped the 0-divisor guard and the process died of
+    # SIGFPE (graph 822002832); integer divisions stay scalar
+    "floordiv_of_permuted_by_zero": (
+        lambda a, b: a // b,
+        (torch.randint(-50, 50, (17, 31, 17, 2)).permute(0, 3, 1, 2), torch.randint(-3, 3, (2, 31, 17))),
+    ),
+    "floordiv_of_permuted": (
+        lambda a, b: (a // b, a % b),
+        (torch.randint(-50, 50, (17, 31, 17, 2)).permute(0, 3, 1, 2), torch.randint(1, 4, (2, 31, 17))),
+    ),
+    # gelu(tanh) in float64 keeps eager's 1 + tanh(u), cancellation and all (13804041429)
+    "gelu_tanh_float64_negative": (
+        lambda a: torch.remainder(2**31, F.gelu(a, approximate="tanh")),
+        (-torch.rand(64, 17, dtype=torch.float64) * 3 - 4,),
+    ),
     # outputs keep eager's strides: transposed, channels_last, expanded
     "strides_transposed": (lambda x: x.t() * 2, (torch.randn(5, 7),)),
     "strides_expanded": (lambda x: (x * 2).expand(4, 5), (torch.randn(1, 5),)),

@@ -383,14 +383,17 @@ def _gelu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         return lctx.typed(v, dtype)
 
     if node.kwargs.get("approximate", "none") == "tanh":
-        # 0.5 x (1 + tanh(u)) is x * sigmoid(2u): for x < -3, 1 + tanh(u) cancels to
-        # ~1e-4 and loses a dozen bits (a tanh one ulp off SLEEF's moved gelu by 1e-3
-        # relative); the sigmoid's 1 / (1 + exp(-2u)) has no cancellation.
         cube = b.elementwise("mul", b.elementwise("mul", x, x), x)
         inner = b.elementwise(
-            "mul", b.elementwise("add", x, b.elementwise("mul", cube, c(0.044715))), c(2 * 0.7978845608028654)
+            "mul", b.elementwise("add", x, b.elementwise("mul", cube, c(0.044715))), c(0.7978845608028654)
         )
-        return b.elementwise("mul", x, b.elementwise("sigmoid", inner))
+        if dtype != torch.float64:
+            # 0.5 x (1 + tanh(u)) is x * sigmoid(2u): for x < -3, 1 + tanh(u) cancels to
+            # ~1e-4 and loses a dozen bits (our float32 tanh, an ulp off SLEEF's, moved
+            # gelu by 1e-3 relative); 1 / (1 + exp(-2u)) has no cancellation.  float64
+            # keeps eager's form: the same tanh (SLEEF's, libdevice's) cancels alike.
+            return b.elementwise("mul", x, b.elementwise("sigmoid", b.elementwise("mul", inner, c(2.0))))
+        gate = b.elementwise("add", b.elementwise("tanh", inner), c(1.0))
     else:
         gate = b.elementwise("add", b.elementwise("erf", b.elementwise("mul", x, c(0.7071067811865476))), c(1.0))
     # x * 0.5 first, as ATen does: x * gate overflows for x near the float32 maximum

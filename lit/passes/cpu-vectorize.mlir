@@ -109,3 +109,31 @@ func.func @kernel_row_log(%a: tensor<64x16xf32>, %s: tensor<64xf32>) -> tensor<6
   } -> tensor<64x16xf32>
   return %r : tensor<64x16xf32>
 }
+
+// An integer division by a tensor stays scalar: masked lanes would read poison
+// divisors, and x86 divides integers one lane at a time anyway.  By a constant it
+// vectorizes (no divisor can be 0).
+// CHECK-LABEL: func.func @int_division
+// CHECK-NOT: vector<
+// CHECK: arith.floordivsi %{{.*}}, %{{.*}} : i64
+// CHECK-LABEL: func.func @int_division_by_constant
+// CHECK: arith.remsi %{{.*}}, %{{.*}} : vector<{{[0-9]+}}xi64>
+func.func @int_division(%a: tensor<7x5xi64>, %b: tensor<7x5xi64>) -> tensor<7x5xi64> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<7x5xi64>
+  %r = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%a, %b : tensor<7x5xi64>, tensor<7x5xi64>) outs(%e : tensor<7x5xi64>) {
+  ^bb0(%x: i64, %y: i64, %o: i64):
+    %q = arith.floordivsi %x, %y : i64
+    linalg.yield %q : i64
+  } -> tensor<7x5xi64>
+  return %r : tensor<7x5xi64>
+}
+func.func @int_division_by_constant(%a: tensor<7x5xi64>) -> tensor<7x5xi64> attributes {mlirc.kernel} {
+  %c = arith.constant 3 : i64
+  %e = tensor.empty() : tensor<7x5xi64>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<7x5xi64>) outs(%e : tensor<7x5xi64>) {
+  ^bb0(%x: i64, %o: i64):
+    %q = arith.remsi %x, %c : i64
+    linalg.yield %q : i64
+  } -> tensor<7x5xi64>
+  return %r : tensor<7x5xi64>
+}
