@@ -37,10 +37,9 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import layouts, shapes
+from mlirc.dialects.attributes import ARG_LAYOUTS_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR, PERM_ATTR, RESULT_LAYOUTS_ATTR
 from mlirc.dialects.runtime_checks import RuntimeCheck, decode
 from mlirc.errors import PipelineError
-from mlirc.passes.outline_library_calls import LIBRARY_ARGS_ATTR, LIBRARY_ATTR
-from mlirc.passes.transpose_views import PERM_ATTR
 
 # Library kernels (mlirc-outline-library-calls) as host code: `{0}`, `{1}` are the
 # call's operands, `{out}` its result, other fields the op's attributes.  GEMMs write
@@ -311,7 +310,7 @@ class WrapperBuilder:
     def build(self) -> str:
         args = [self.fresh(a, "arg") for a in self.entry.entry_block.arguments]
         self.lines.append(f"def call({', '.join(args)}):")
-        arg_layouts = layouts.decode(self.entry.attributes, layouts.ARG_LAYOUTS_ATTR, len(args))
+        arg_layouts = layouts.decode(self.entry.attributes, ARG_LAYOUTS_ATTR, len(args))
         for a, value, layout in zip(args, self.entry.entry_block.arguments, arg_layouts, strict=True):
             if layout is not None:  # the dense buffer the tensor's strides describe (no copy)
                 self.lines.append(f"    {a} = {a}.permute({list(layout.order)}){_unit_slices(layout)}")
@@ -549,7 +548,7 @@ class WrapperBuilder:
             self.emit_check(self.name(flag), check)
         for v in results:
             self._mark_escaping(self.name(v))
-        result_layouts = layouts.decode(self.entry.attributes, layouts.RESULT_LAYOUTS_ATTR, len(results))
+        result_layouts = layouts.decode(self.entry.attributes, RESULT_LAYOUTS_ATTR, len(results))
         eager = layouts.decode_eager(self.entry.attributes, len(results))
         outs = [
             self.result_view(self.name(v), dtype, layout, as_eager)

@@ -4,8 +4,11 @@
     python benchmarks/run.py mlp softmax_512x1024 --repeat 50 --markdown out.md
     python benchmarks/run.py --results benchmarks/results   # + <host>.md and <host>.png
 
-IREE (iree-turbine's `turbine_cpu` backend) runs where the `bench` extra is
-installed (`pip install -e '.[bench]'`); otherwise its column says so.
+Peers at their documented settings: Inductor both default and with `freezing`
+(Inductor's advice for CPU inference: weights become constants, batch norm folds
+into convolutions, oneDNN weights are pre-packed); IREE (iree-turbine's
+`turbine_cpu` backend) where the `bench` extra is installed (`pip install -e
+'.[bench]'`), otherwise its column says so.
 
 Per case and backend: cold compile time (first call after a reset, with an empty
 Inductor cache), warm compile time (the same again: Inductor's on-disk caches are
@@ -35,8 +38,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from models import MODELS  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-BACKENDS = ("eager", "inductor", "iree", "mlirc")
-DYNAMO_NAME = {"inductor": "inductor", "iree": "turbine_cpu", "mlirc": "mlirc"}
+BACKENDS = ("eager", "inductor", "inductor-freezing", "iree", "mlirc")
+# torch.compile's arguments per backend
+COMPILE_ARGS = {
+    "inductor": {"backend": "inductor"},
+    "inductor-freezing": {"backend": "inductor", "options": {"freezing": True}},
+    "iree": {"backend": "turbine_cpu"},
+    "mlirc": {"backend": "mlirc"},
+}
+# What the table's header says of each peer's settings.
+SETTINGS = (
+    "eager: torch.backends.mha fast path off, so every backend runs the same attention path; "
+    "inductor: default options; inductor-freezing: options={'freezing': True}; iree: turbine_cpu"
+)
 
 
 def _interleaved_ms(fns: dict[str, Callable], args: tuple, repeat: int, warmup: int = 3) -> dict[str, float]:
@@ -91,7 +105,7 @@ def _first_call_s(fn: Callable, backend: str, args: tuple) -> tuple[Callable, fl
     import torch
 
     torch._dynamo.reset()
-    compiled = torch.compile(fn, backend=DYNAMO_NAME[backend])
+    compiled = torch.compile(fn, **COMPILE_ARGS[backend])
     start = time.perf_counter()
     out = compiled(*args)
     return compiled, time.perf_counter() - start, out
@@ -99,7 +113,7 @@ def _first_call_s(fn: Callable, backend: str, args: tuple) -> tuple[Callable, fl
 
 # Backends measured together, each group in its own process with its own eager
 # baseline: IREE's MLIR bindings and ours cannot be loaded into one process.
-PROCESS_GROUPS = (("inductor", "mlirc"), ("iree",))
+PROCESS_GROUPS = (("inductor", "inductor-freezing", "mlirc"), ("iree",))
 
 
 def measure_case(name: str, repeat: int, backends: tuple[str, ...]) -> dict:
@@ -201,9 +215,15 @@ def geometric_means(rows: list[dict]) -> dict[str, float]:
 
 
 def table(rows: list[dict]) -> str:
+    peers = BACKENDS[1:]
     head = (
-        "| case | eager ms | inductor ms | iree ms | mlirc ms | inductor x | iree x | mlirc x | mlirc rel err "
-        "| inductor compile s | iree compile s | mlirc compile s | mlirc warm compile s | mlirc fallback |"
+        "| case | eager ms | "
+        + " | ".join(f"{b} ms" for b in peers)
+        + " | "
+        + " | ".join(f"{b} x" for b in peers)
+        + " | mlirc rel err | "
+        + " | ".join(f"{b} compile s" for b in peers)
+        + " | mlirc warm compile s | mlirc fallback |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for row in rows:
@@ -306,7 +326,9 @@ def main() -> None:
         rows.append(row)
         print(f"{name}: done" + (f" (error: {row['error']})" if "error" in row else ""), file=sys.stderr)
     command = "python benchmarks/run.py " + " ".join(sys.argv[1:])
-    header = f"{machine()}; medians of {args.repeat} interleaved rounds after warm-up; last made by `{command}`"
+    header = (
+        f"{machine()}; medians of {args.repeat} interleaved rounds after warm-up; {SETTINGS}; last made by `{command}`"
+    )
     text = f"{header}\n\n{table(rows)}"
     print(text)
     if args.markdown:

@@ -21,9 +21,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-ARG_LAYOUTS_ATTR = "mlirc.arg_layouts"
-RESULT_LAYOUTS_ATTR = "mlirc.result_layouts"
-RESULT_EAGER_ATTR = "mlirc.results_as_eager"  # eager's sizes and strides of every result
+from mlirc.dialects.attributes import RESULT_EAGER_ATTR
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import irdl
 
+from mlirc.dialects.attributes import TARGET_ATTR
+
 # The module attribute naming the device a graph runs on ("cpu", "cuda"): where
 # eager's CPU and CUDA kernels give different answers, lowering follows it.
-TARGET_ATTR = "mlirc.target"
 
 
 def target_of(module: ir.Operation) -> str:
@@ -69,19 +70,35 @@ OPS: dict[str, OpSignature] = {
 }
 
 
+# Element types, checked by the dialect verifier (IRDL cannot constrain a builtin
+# tensor's element type): ops that take and give floats only, that take integers or
+# bools only, and that give bools (i1).
+FLOAT_OPS = frozenset(
+    "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh "
+    "atanh sigmoid erf erfc lgamma digamma trigamma erfinv erfcx ndtri i0 i0e i1 i1e spherical_bessel_j0 "
+    "atan2 hypot nextafter zeta".split()
+)
+INTEGER_OPS = frozenset("bitwise_and bitwise_or bitwise_xor bitwise_not".split())
+PREDICATE_OPS = frozenset(
+    "eq ne lt le gt ge logical_and logical_or logical_xor logical_not isnan isinf signbit reduce_any reduce_all".split()
+)
+
+
 def irdl_source() -> str:
     """The dialect as IRDL text.
 
-    Each operand/result gets its own `irdl.any`: IRDL unifies a constraint
-    variable across its uses, and mlirc's type rules (broadcasting, casts) are
-    checked by `shapes`, not by equal types.
+    Operands and results are builtin tensors, each with its own constraint
+    variable: IRDL unifies a variable across its uses, and mlirc's type rules
+    (broadcasting, casts, element types) are checked by `shapes` and the dialect
+    verifier, not by equal types.  Attributes are checked there too, where the
+    diagnostic can name the attribute and say what it must be.
     """
     lines = ["irdl.dialect @mlirc {"]
     for name, sig in OPS.items():
         lines.append(f"  irdl.operation @{name} {{")
-        names = [*sig.operands, "result", *sig.attributes]
-        for i, _ in enumerate(names):
-            lines.append(f"    %c{i} = irdl.any")
+        constraints = ['irdl.base "!builtin.tensor"'] * (len(sig.operands) + 1) + ["irdl.any"] * len(sig.attributes)
+        for i, constraint in enumerate(constraints):
+            lines.append(f"    %c{i} = {constraint}")
         if sig.variadic:
             operands = f"{sig.operands[0]}: variadic %v"
         else:

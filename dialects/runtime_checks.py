@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-CHECKS_ATTR = "mlirc.checks"
+from mlirc.dialects.attributes import CHECKS_ATTR
+
 # Exceptions a check may raise: the ones eager's index and division errors use.
 ERRORS = ("IndexError", "RuntimeError")
 

@@ -1,8 +1,9 @@
 """The mlirc dialect's verifier: what IRDL cannot say about an op.
 
-IRDL checks that each op has its operands, its one result and its attributes; it
-cannot say that a reduction's dims are in range and distinct, that a permutation
-is one, or that a convolution has two strides.  Those rules are here, one small
+IRDL checks that each op has its operands (builtin tensors), its one result and its
+attributes; it cannot constrain a tensor's element type, nor
+say that a reduction's dims are in range and distinct, that a permutation is one,
+or that a convolution has two strides.  Those rules are here, one small
 function per op family, keyed by op name like the lowering tables; `verify_ops`
 returns one located message per broken op (mlirc-opt prints them as errors and
 exits 1; the compile driver raises VerificationError).  Passes may then rely on
@@ -16,7 +17,14 @@ from collections.abc import Callable, Iterator
 from mlir import ir
 
 from mlirc.dialects import shapes
-from mlirc.dialects.mlirc_dialect import BINARY_OPS, REDUCTION_OPS, UNARY_OPS
+from mlirc.dialects.mlirc_dialect import (
+    BINARY_OPS,
+    FLOAT_OPS,
+    INTEGER_OPS,
+    PREDICATE_OPS,
+    REDUCTION_OPS,
+    UNARY_OPS,
+)
 from mlirc.errors import VerificationError
 
 Rule = Callable[[ir.Operation], str | None]
@@ -195,12 +203,25 @@ def _constant(op: ir.Operation) -> str | None:
     return None
 
 
+def _element_types(name: str, op: ir.Operation) -> str | None:
+    """The element types FLOAT_OPS, INTEGER_OPS and PREDICATE_OPS take and give."""
+    inputs = [shapes.elem_of(v) for v in op.operands]
+    result = shapes.elem_of(op.results[0])
+    if name in FLOAT_OPS and not all(shapes.is_float(t) for t in [*inputs, result]):
+        return f"takes and gives floats, not {', '.join(map(str, inputs))} -> {result}"
+    if name in INTEGER_OPS and not all(isinstance(t, ir.IntegerType) for t in [*inputs, result]):
+        return f"takes and gives integers or bools, not {', '.join(map(str, inputs))} -> {result}"
+    if name in PREDICATE_OPS and not shapes.is_bool(result):
+        return f"gives bools (i1), not {result}"
+    return None
+
+
 def _problem(op: ir.Operation) -> str | None:
-    check = RULES.get(op.name.removeprefix("mlirc."))
-    if check is None:
-        return None
+    name = op.name.removeprefix("mlirc.")
     try:
-        return check(op)
+        if any(not isinstance(v.type, ir.ShapedType) for v in [*op.operands, *op.results]):
+            return None  # IRDL's diagnostic (builtin tensors only) is the one to show
+        return _element_types(name, op) or (RULES[name](op) if name in RULES else None)
     except VerificationError as err:
         return str(err)
 

@@ -18,8 +18,16 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import builders, layouts, shapes
-from mlirc.dialects.mlirc_dialect import TARGET_ATTR, make_context
-from mlirc.dialects.runtime_checks import CHECKS_ATTR, encode
+from mlirc.dialects.attributes import (
+    ARG_LAYOUTS_ATTR,
+    CHECKS_ATTR,
+    ENTRY_ATTR,
+    RESULT_EAGER_ATTR,
+    RESULT_LAYOUTS_ATTR,
+    TARGET_ATTR,
+)
+from mlirc.dialects.mlirc_dialect import make_context
+from mlirc.dialects.runtime_checks import encode
 from mlirc.dialects.verifier import verify_ops
 from mlirc.errors import UnsupportedOpError, VerificationError
 from mlirc.frontend.lowerings import LOWERINGS
@@ -101,15 +109,15 @@ class FxImporter:
         eager_strides: list,
     ) -> None:
         """What the host wrapper needs beyond the types: checks, layouts, eager's strides."""
-        fn.attributes["mlirc.entry"] = ir.UnitAttr.get()
+        fn.attributes[ENTRY_ATTR] = ir.UnitAttr.get()
         if lctx.checks:
             fn.attributes[CHECKS_ATTR] = encode([check for _, check in lctx.checks])
         if any(arg_layouts):
-            fn.attributes[layouts.ARG_LAYOUTS_ATTR] = layouts.encode(arg_layouts)
+            fn.attributes[ARG_LAYOUTS_ATTR] = layouts.encode(arg_layouts)
         if any(result_layouts):
-            fn.attributes[layouts.RESULT_LAYOUTS_ATTR] = layouts.encode(result_layouts)
+            fn.attributes[RESULT_LAYOUTS_ATTR] = layouts.encode(result_layouts)
         metas = [node_meta(n) for n in outputs]
-        fn.attributes[layouts.RESULT_EAGER_ATTR] = layouts.encode_eager(
+        fn.attributes[RESULT_EAGER_ATTR] = layouts.encode_eager(
             [(m.shape, s or m.stride()) for m, s in zip(metas, eager_strides, strict=True)]
         )
 

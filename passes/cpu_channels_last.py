@@ -27,9 +27,10 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import shapes
+from mlirc.dialects.attributes import LIBRARY_ATTR
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import callee, entry_functions, functions, run_transform
-from mlirc.passes.outline_library_calls import LIBRARY_ATTR, library_of
+from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
 
 TO_NHWC = (0, 2, 3, 1)  # torch.permute order: NCHW -> NHWC

@@ -25,7 +25,7 @@ import math
 from mlir import ir
 from mlir.dialects import arith, func, linalg, scf, tensor
 
-from mlirc.passes.cpu_vectorize import PARALLEL_LOOP_ATTR
+from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR
 from mlirc.passes.ir_utils import remap_operands
 from mlirc.passes.linalg_utils import is_fill, loop_ranges
 from mlirc.passes.registry import register_pass

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from mlirc.passes.cpu_parallelize import PARALLEL_ATTR
+from mlirc.dialects.attributes import KERNEL_ATTR, PARALLEL_ATTR
 from mlirc.passes.registry import register_pass
 
 RUNTIME = {
@@ -95,7 +95,7 @@ def cpu_omp_dispatch(module: ir.Operation) -> None:
         name = ir.StringAttr(kernel.attributes["sym_name"]).value
         num_args = len(kernel.regions[0].blocks[0].arguments)
         lb, ub, step = ir.DenseI64ArrayAttr(kernel.attributes[PARALLEL_ATTR])
-        kept = {a: kernel.attributes[a] for a in ("mlirc.kernel",) if a in kernel.attributes}
+        kept = {a: kernel.attributes[a] for a in (KERNEL_ATTR,) if a in kernel.attributes}
         attrs = "{" + ", ".join(f"{k} = {v}" for k, v in kept.items()) + "}" if kept else "{}"
         # The snippet must verify alone: it declares the chunk, which the module defines.
         chunk_decl = f"  llvm.func @{name}_chunk({', '.join(['!llvm.ptr'] * num_args)}, i64, i64)"

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, func, scf
 
-from mlirc.passes.cpu_vectorize import PARALLEL_LOOP_ATTR, elem_bytes
+from mlirc.dialects.attributes import KERNEL_ATTR, PARALLEL_ATTR, PARALLEL_LOOP_ATTR
+from mlirc.passes.cpu_vectorize import elem_bytes
 from mlirc.passes.ir_utils import nested_ops, remap_operands
 from mlirc.passes.registry import register_pass
-
-PARALLEL_ATTR = "mlirc.parallel"  # array<i64: lb, ub, step> of the chunked loop
 
 # Top-level ops that neither write memory nor escape a chunk (allocas are per call).
 OUTSIDE_LOOP_OK = frozenset(
@@ -172,7 +171,7 @@ class CpuParallelizeOptions:
 )
 def cpu_parallelize(module: ir.Operation, options: CpuParallelizeOptions) -> None:
     body = module.regions[0].blocks[0]
-    kernels = [op for op in body.operations if isinstance(op, func.FuncOp) and "mlirc.kernel" in op.attributes]
+    kernels = [op for op in body.operations if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
     for kernel in kernels:
         if kernel.is_external:
             continue

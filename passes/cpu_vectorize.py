@@ -18,13 +18,11 @@ from dataclasses import dataclass
 from mlir import ir, passmanager
 
 from mlirc.dialects import shapes
+from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR, SCHEDULE_ATTR, SPLIT_ATTR
 from mlirc.errors import PipelineError
 from mlirc.passes.ir_utils import nested_ops
 from mlirc.passes.registry import register_pass
 
-SCHEDULE_ATTR = "mlirc.schedule"
-SPLIT_ATTR = "mlirc.split_reduction"
-PARALLEL_LOOP_ATTR = "mlirc.parallel_loop"  # read by mlirc-cpu-parallelize
 VECTORIZABLE = frozenset({"linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.copy"})
 NOT_SCHEDULED = frozenset({"linalg.fill", "linalg.yield", "linalg.index"})  # fills fuse into their users
 # Named ops whose first loop (batch / rows) is parallel and is the result's dim 0.
@@ -270,19 +268,17 @@ def _linear_dims(expr: ir.AffineExpr) -> dict[int, int] | None:
 
 
 def reads_dims_or_constants(amap: ir.AffineMap, vector_dim: int | None = None) -> bool:
-    """A projected permutation, or one with fixed indices among its results (a row's
-    first element, mlirc-fold-slice-reads).  With `vector_dim` (the loop that is
-    vectorized), such a map must read along it contiguously (it is the last result)
-    or not at all (a broadcast): the vectorizer fails on a fixed index inside a
-    strided vector read."""
+    """A projected permutation, or one with zeros among its results (a row's first
+    element, mlirc-fold-slice-reads).  With `vector_dim` (the loop that is
+    vectorized), a map with zeros must not read along it: MLIR's vectorizer takes
+    (d0, d1) -> (d0, 0) as a broadcast of one element, and fails on (d0) -> (0, d0)."""
     results = list(amap.results)
     dims = [ir.AffineDimExpr(e).position for e in results if isinstance(e, ir.AffineDimExpr)]
-    constants = sum(1 for e in results if isinstance(e, ir.AffineConstantExpr))
+    # a 0 only: the vectorizer reads it as a broadcast, and fails on other constants
+    constants = sum(1 for e in results if isinstance(e, ir.AffineConstantExpr) and ir.AffineConstantExpr(e).value == 0)
     if len(dims) + constants != len(results) or len(set(dims)) != len(dims):
         return False
-    if vector_dim is None or not constants or vector_dim not in dims:
-        return True
-    return isinstance(results[-1], ir.AffineDimExpr) and ir.AffineDimExpr(results[-1]).position == vector_dim
+    return vector_dim is None or not constants or vector_dim not in dims
 
 
 def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lanes: int) -> Plan | None:

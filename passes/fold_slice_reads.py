@@ -20,8 +20,8 @@ from mlirc.passes.registry import register_pass
 
 
 def picked_elements(slice_op: ir.Operation) -> dict[int, int] | None:
-    """The slice's source dims that it picks one element of (dim -> offset), when
-    it keeps every other dim whole with unit strides and static offsets; else None."""
+    """The slice's source dims that it takes the first element of (dim -> 0), when
+    it keeps every other dim whole with unit strides; else None."""
     if slice_op.name != "tensor.extract_slice" or len(slice_op.operands) != 1:
         return None  # dynamic offsets, sizes or strides are operands
     source, result = shapes.shape_of(slice_op.operands[0]), shapes.shape_of(slice_op.results[0])
@@ -37,7 +37,7 @@ def picked_elements(slice_op: ir.Operation) -> dict[int, int] | None:
             return None
         if (offset, size) == (0, whole):
             continue
-        if size != 1:
+        if size != 1 or offset != 0:
             return None
         picked[dim] = offset
     return picked or None

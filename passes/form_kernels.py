@@ -11,8 +11,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import func, linalg
 
+from mlirc.dialects.attributes import KERNEL_ATTR
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import remap_operands
+from mlirc.passes.ir_utils import entry_functions, remap_operands
 from mlirc.passes.registry import register_pass
 
 CLONEABLE = frozenset(
@@ -115,7 +116,7 @@ class _Outliner:
         self.count += 1
         with ir.InsertionPoint(self.entry), root.location:
             kernel = func.FuncOp(name, ([v.type for v in inputs], [r.type for r in results]))
-        kernel.attributes["mlirc.kernel"] = ir.UnitAttr.get()
+        kernel.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
         block = kernel.add_entry_block()
         clones = self._clone_into(block, members, inputs, empty_inputs)
         with ir.InsertionPoint(block), root.location:
@@ -162,8 +163,7 @@ class _Outliner:
 @register_pass("mlirc-form-kernels", "Outline each fused linalg op (with its inits and views) into a kernel func")
 def form_kernels(module: ir.Operation) -> None:
     body = module.regions[0].blocks[0]
-    entries = [op for op in body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes]
-    for entry in entries:
+    for entry in entry_functions(body):
         _materialize_returns(entry)
         outliner = _Outliner(entry)
         roots = [op.operation for op in entry.entry_block.operations if _is_root(op.operation)]

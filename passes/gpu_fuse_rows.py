@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from mlirc.passes.gpu_lower_to_tt import ROWS_ATTR
+from mlirc.dialects.attributes import ROWS_ATTR
 from mlirc.passes.registry import register_pass
 from mlirc.passes.row_groups import fuse_row_groups
 

@@ -3,7 +3,7 @@
 After kernel formation a kernel is one `linalg.generic` (with a fill as its init
 when it reduces), a row group of them (mlirc-gpu-fuse-rows), or a GEMM with its
 epilogue (mlirc-gpu-matmul).  Tiling and the emitted tile code are in
-passes/gpu_tiles.py, the GEMM's `tt.dot` loop in passes/gpu_matmul_tt.py.
+passes/gpu_tiles.py (plans: gpu_tile_plans.py), the GEMM's `tt.dot` loop in passes/gpu_matmul_tt.py.
 
 The `tt.func` lands in a nested module `@<kernel>_ttir`; the kernel func becomes a
 declaration carrying the launch: `mlirc.gpu.ttir` (the module), `mlirc.gpu.grid`,
@@ -21,6 +21,16 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import tt
+from mlirc.dialects.attributes import (
+    GRID_ATTR,
+    KERNEL_ATTR,
+    LIBRARY_ATTR,
+    ROWS_ATTR,
+    STAGES_ATTR,
+    TILE_ATTR,
+    TTIR_ATTR,
+    WARPS_ATTR,
+)
 from mlirc.passes.gpu_matmul_tt import (
     Contraction,
     MatmulEmitter,
@@ -29,29 +39,12 @@ from mlirc.passes.gpu_matmul_tt import (
     find_contraction,
     plan_matmul,
 )
-from mlirc.passes.gpu_tiles import (
-    PASS,
-    Memory,
-    Tiled,
-    TileEmitter,
-    TilePlan,
-    _fail,
-    plan_rows,
-    plan_tiles,
-    row_major,
-    scalar_constant,
-)
+from mlirc.passes.gpu_tile_plans import Memory, TilePlan, plan_rows, plan_tiles, row_major
+from mlirc.passes.gpu_tiles import PASS, Tiled, TileEmitter, _fail, scalar_constant
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill
-from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 from mlirc.passes.registry import register_pass
 
-TTIR_ATTR = "mlirc.gpu.ttir"
-ROWS_ATTR = "mlirc.gpu.rows"  # a row group's kernel (mlirc-gpu-fuse-rows): leading loop dims that are rows
-GRID_ATTR = "mlirc.gpu.grid"
-WARPS_ATTR = "mlirc.gpu.num_warps"
-STAGES_ATTR = "mlirc.gpu.num_stages"
 # a GEMM kernel's tiles, set by mlirc-gpu-matmul or by hand: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages
-TILE_ATTR = "mlirc.gpu.tile"
 
 
 def _pointer_type(value: ir.Value) -> ir.Type:
@@ -241,7 +234,7 @@ def _declare(kernel: func.FuncOp, plan: TilePlan, module_name: str) -> None:
 def _is_generated_kernel(op: ir.OpView) -> bool:
     return (
         isinstance(op, func.FuncOp)
-        and "mlirc.kernel" in op.attributes
+        and KERNEL_ATTR in op.attributes
         and LIBRARY_ATTR not in op.attributes
         and len(op.regions[0].blocks) > 0
     )

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import func
 
+from mlirc.dialects.attributes import TILE_ATTR
 from mlirc.errors import PipelineError
-from mlirc.passes.gpu_lower_to_tt import TILE_ATTR
 from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions, fuse_calls
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, VIEWS, is_fill, loop_ranges
 from mlirc.passes.outline_library_calls import library_of

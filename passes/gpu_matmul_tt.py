@@ -24,7 +24,8 @@ from mlir import ir
 
 from mlirc.dialects import tt
 from mlirc.errors import PipelineError
-from mlirc.passes.gpu_tiles import Tiled, TileEmitter, TilePlan
+from mlirc.passes.gpu_tile_plans import TilePlan
+from mlirc.passes.gpu_tiles import Tiled, TileEmitter
 from mlirc.passes.linalg_utils import loop_ranges
 
 GROUP_M = 8

@@ -1,5 +1,5 @@
-"""Block tiling of linalg generics for Triton: the plans, the memory layouts and the
-emitter that writes a tile's `tt` ops (used by mlirc-gpu-lower-to-tt).
+"""The emitter that writes a tile's `tt` ops for a linalg generic under a TilePlan
+(mlirc.passes.gpu_tile_plans; used by mlirc-gpu-lower-to-tt).
 
 A generic's iteration space is split into the parallel dims P and the reduction
 dims R, each flattened; a program (one Triton block) computes
@@ -25,11 +25,9 @@ from mlir import ir
 
 from mlirc.dialects import tt
 from mlirc.errors import PipelineError
-from mlirc.passes.linalg_utils import RESHAPES, loop_ranges
+from mlirc.passes.gpu_tile_plans import Memory, TilePlan
 
 PASS = "mlirc-gpu-lower-to-tt"
-POINTWISE_BLOCK = 1024  # as Inductor's large pointwise kernels: 4 warps x 8 elements per thread
-TILE_ELEMENTS = 4096  # register budget of a reduction tile
 
 # Math ops Triton does not lower itself (checked against Triton 3.9 for sm_90): calls
 # into CUDA's libdevice, `__nv_<name>f` for f32 and `__nv_<name>` for f64.
@@ -108,156 +106,11 @@ def scalar_constant(op: ir.Operation) -> ir.Value | None:
     return tt.constant(attr, compute_type(result_type))
 
 
-def _predicate(value: int) -> ir.IntegerAttr:  # arith.cmpi: 1 = ne, 2 = slt
+CMPI_NE, CMPI_SLT = 1, 2  # arith.cmpi's predicate numbers
+
+
+def _predicate(value: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
-
-@dataclass
-class TilePlan:
-    """Block tiling of one generic: the launch and the tile shape."""
-
-    ranges: list[int]
-    parallel: list[int]  # loop dims in loop order
-    reduction: list[int]
-    block_p: int
-    block_r: int  # 0: pointwise
-    num_warps: int
-    wide_offsets: bool  # i64 offsets: some tensor has 2**31 elements or more
-
-    @property
-    def size_p(self) -> int:
-        return math.prod(self.ranges[d] for d in self.parallel)
-
-    @property
-    def size_r(self) -> int:
-        return math.prod(self.ranges[d] for d in self.reduction)
-
-    @property
-    def grid(self) -> list[int]:
-        return [-(-self.size_p // self.block_p), 1, 1]
-
-
-def plan_tiles(generic: ir.Operation) -> TilePlan:
-    ranges = loop_ranges(generic)
-    kinds = [str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])]
-    parallel = [d for d, k in enumerate(kinds) if "parallel" in k]
-    reduction = [d for d, k in enumerate(kinds) if "reduction" in k]
-    biggest = max([math.prod(tt.shape_of(v)) for v in [*generic.operands, *generic.results]] + [1])
-    size_p = math.prod(ranges[d] for d in parallel)
-    if not reduction:
-        block_p = min(POINTWISE_BLOCK, max(16, _next_pow2(size_p)))
-        block_r = 0
-        tile = block_p
-    else:
-        size_r = math.prod(ranges[d] for d in reduction)
-        inner_reduction = bool(reduction) and reduction[-1] == len(ranges) - 1
-        if inner_reduction:  # rows are contiguous: whole rows per program when they fit
-            block_r = min(_next_pow2(size_r), TILE_ELEMENTS)
-            block_p = max(1, min(_next_pow2(size_p), TILE_ELEMENTS // block_r, 64))
-        else:  # columns: neighbouring programs read neighbouring columns
-            block_p = min(_next_pow2(size_p), 64)
-            block_r = max(1, min(_next_pow2(size_r), TILE_ELEMENTS // block_p))
-        tile = block_p * block_r
-    num_warps = max(1, min(8, tile // 256))
-    # i64 offsets, too, for a full-width tile whose reduction index is unflattened into
-    # several dims: with i32 ones Triton 3.6 summed a permuted int32 [3, 7, 31, 5] wrong
-    # on the H100 (fuzzer graph 12208036648; right with i64 offsets or 2048-wide tiles,
-    # the cause inside Triton not found).
-    wide = biggest >= 2**31 or (len(reduction) > 1 and block_r >= TILE_ELEMENTS)
-    return TilePlan(ranges, parallel, reduction, block_p, block_r, num_warps, wide)
-
-
-def row_major(shape: list[int]) -> list[int]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= size
-    return strides[::-1]
-
-
-@dataclass
-class Memory:
-    """Where a tensor's elements are: base pointer + offset + strides (in elements)."""
-
-    pointer: ir.Value
-    offset: int
-    shape: list[int]
-    strides: list[int]
-
-    @property
-    def contiguous(self) -> bool:
-        return all(a == b for a, b, n in zip(self.strides, row_major(self.shape), self.shape, strict=True) if n != 1)
-
-    def _expanded_strides(self, groups: list[list[int]], shape: list[int]) -> list[int]:
-        """Each source dim splits row-major into its group, scaled by its stride."""
-        strides = [0] * len(shape)
-        for source_dim, group in enumerate(groups):
-            sizes = [shape[d] for d in group]
-            for dim, stride in zip(group, _group_strides(self.strides[source_dim], sizes), strict=True):
-                strides[dim] = stride
-        return strides
-
-    def _collapsed_strides(self, groups: list[list[int]]) -> list[int] | None:
-        """A group merges when its (non-unit) dims are contiguous with each other."""
-        strides = []
-        for group in groups:
-            dims = [d for d in group if self.shape[d] != 1]
-            for outer, inner in zip(dims, dims[1:], strict=False):
-                if self.strides[outer] != self.strides[inner] * self.shape[inner]:
-                    return None
-            strides.append(self.strides[dims[-1]] if dims else 1)
-        return strides
-
-    def view(self, op: ir.Operation) -> Memory | None:
-        """The memory of a reshape or a static slice of this tensor (None: not a view)."""
-        shape = tt.shape_of(op.results[0])
-        if op.name in RESHAPES:
-            groups = [[ir.IntegerAttr(i).value for i in g] for g in ir.ArrayAttr(op.attributes["reassociation"])]
-            if op.name == "tensor.expand_shape":
-                return Memory(self.pointer, self.offset, shape, self._expanded_strides(groups, shape))
-            strides = self._collapsed_strides(groups)
-            return None if strides is None else Memory(self.pointer, self.offset, shape, strides)
-        offsets, steps, sizes = (
-            list(ir.DenseI64ArrayAttr(op.attributes[f"static_{k}"])) for k in ("offsets", "strides", "sizes")
-        )
-        if any(v < -(2**62) for v in offsets + steps + sizes):  # dynamic: ShapedType.kDynamic
-            return None
-        offset = self.offset + sum(o * st for o, st in zip(offsets, self.strides, strict=True))
-        strides = [st * step for st, step in zip(self.strides, steps, strict=True)]
-        kept = _kept_dims(sizes, shape)
-        return Memory(self.pointer, offset, shape, [strides[i] for i in kept])
-
-
-def _group_strides(outer_stride: int, sizes: list[int]) -> list[int]:
-    return [outer_stride * st for st in row_major(sizes)]
-
-
-def _kept_dims(sizes: list[int], shape: list[int]) -> list[int]:
-    """The slice dims a rank-reducing slice keeps.  Only unit dims are dropped, and
-    unit dims are interchangeable (their index is always 0), so the first ones go."""
-    extra, kept = len(sizes) - len(shape), []
-    for i, n in enumerate(sizes):
-        if extra > 0 and n == 1:
-            extra -= 1
-            continue
-        kept.append(i)
-    return kept
-
-
-def plan_rows(generics: list[ir.Operation], rows: int) -> TilePlan:
-    """One tile holds whole rows: BLOCK_R covers R, BLOCK_P fills the budget."""
-    ranges = loop_ranges(generics[0])
-    size_p, size_r = math.prod(ranges[:rows]), math.prod(ranges[rows:])
-    block_r = _next_pow2(size_r)
-    block_p = max(1, min(_next_pow2(size_p), TILE_ELEMENTS // block_r, 64))
-    operands = [v for g in generics for v in [*g.operands, *g.results]]
-    wide = max([math.prod(tt.shape_of(v)) for v in operands] + [1]) >= 2**31
-    warps = max(1, min(16, block_p * block_r // 256))
-    return TilePlan(ranges, list(range(rows)), list(range(rows, len(ranges))), block_p, block_r, warps, wide)
 
 
 @dataclass
@@ -375,7 +228,9 @@ class TileEmitter:
         bounds), so that loads and stores carry no predicate and reductions no select."""
         if exact:
             return None
-        return self.arith("arith.cmpi", flat, self.const(size, self.offset_type), {"predicate": _predicate(2)}).value
+        return self.arith(
+            "arith.cmpi", flat, self.const(size, self.offset_type), {"predicate": _predicate(CMPI_SLT)}
+        ).value
 
     def keep_in_bounds(self, value: ir.Value, identity: ir.Value) -> ir.Value:
         """Out-of-bounds lanes of a tile to be reduced hold the combiner's identity."""
@@ -473,7 +328,7 @@ class TileEmitter:
                 "arith.cmpi",
                 Tiled(value, offsets.kind),
                 self.const(0, tt.element_of(value)),
-                {"predicate": _predicate(1)},
+                {"predicate": _predicate(CMPI_NE)},
             ).value  # bools are bytes in memory
         if _is_half(tt.element_of(value)):
             value = tt.one(

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from mlir import ir, passmanager
 from mlir.dialects import func
 
+from mlirc.dialects.attributes import ENTRY_ATTR, KERNEL_ATTR
+
 
 def nested_ops(op: ir.Operation) -> Iterator[ir.Operation]:
     """Every op inside `op`'s regions, outer before inner, in program order."""
@@ -32,7 +34,7 @@ def functions(top: ir.Block) -> dict[str, func.FuncOp]:
 
 def entry_functions(top: ir.Block) -> list[func.FuncOp]:
     """The graph's host-side functions (the ones marked `mlirc.entry`)."""
-    return [op for op in top.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes]
+    return [op for op in top.operations if isinstance(op, func.FuncOp) and ENTRY_ATTR in op.attributes]
 
 
 def callee(call: ir.Operation) -> str:
@@ -50,7 +52,7 @@ def fuse_calls(group: list[ir.Operation], kernels: dict[str, func.FuncOp], name:
     anchor = kernels[callee(group[0])]
     with ir.InsertionPoint(anchor), anchor.location:
         fused = func.FuncOp(name, ([v.type for v in inputs], [v.type for v in outputs]))
-    fused.attributes["mlirc.kernel"] = ir.UnitAttr.get()
+    fused.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
     block = fused.add_entry_block()
     value_of = dict(zip(inputs, block.arguments, strict=True))
     for call in group:
@@ -85,7 +87,7 @@ def erase_uncalled_kernels(top: ir.Block, kernels: dict[str, func.FuncOp]) -> No
                 if inner.operation.name == "func.call":
                     called.add(callee(inner.operation))
     for name, kernel in kernels.items():
-        if name not in called and "mlirc.kernel" in kernel.attributes:
+        if name not in called and KERNEL_ATTR in kernel.attributes:
             kernel.erase()
 
 

@@ -23,10 +23,10 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import shapes
+from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
+from mlirc.passes.ir_utils import entry_functions
 from mlirc.passes.registry import register_pass
 
-LIBRARY_ATTR = "mlirc.library"
-LIBRARY_ARGS_ATTR = "mlirc.library_args"  # the op's attributes (stride, padding, ...)
 LIBRARY_TYPES = (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)
 LIBRARY_OPS = {"mlirc.matmul": "mm", "mlirc.batch_matmul": "bmm", "mlirc.conv2d": "conv2d"}
 
@@ -47,7 +47,7 @@ def _outline(entry: func.FuncOp, op: ir.Operation, name: str) -> None:
     operands = list(op.operands)
     with ir.InsertionPoint(entry), op.location:
         kernel = func.FuncOp(name, ([v.type for v in operands], [r.type for r in op.results]))
-    kernel.attributes["mlirc.kernel"] = ir.UnitAttr.get()
+    kernel.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
     kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get(LIBRARY_OPS[op.name])
     kernel.attributes[LIBRARY_ARGS_ATTR] = ir.DictAttr.get({name: op.attributes[name] for name in op.attributes})
     block = kernel.add_entry_block()
@@ -77,7 +77,7 @@ def outline_library_calls(module: ir.Operation, options: OutlineLibraryCallsOpti
     if not options.library_gemm:
         return
     body = module.regions[0].blocks[0]
-    entries = [op for op in body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes]
+    entries = entry_functions(body)
     count = 0
     for entry in entries:
         for op in [o.operation for o in entry.entry_block.operations]:

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import func
 
+from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ATTR
 from mlirc.passes.ir_utils import entry_functions, erase_uncalled_kernels, functions, fuse_calls
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, VIEWS, is_fill, loop_ranges
-from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class Grouper:
         if op.name != "func.call":
             return None
         kernel = self.kernels.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-        if kernel is None or LIBRARY_ATTR in kernel.attributes or "mlirc.kernel" not in kernel.attributes:
+        if kernel is None or LIBRARY_ATTR in kernel.attributes or KERNEL_ATTR not in kernel.attributes:
             return None
         return kernel
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.passes.outline_library_calls import LIBRARY_ATTR, library_of
+from mlirc.dialects.attributes import ENTRY_ATTR, KERNEL_ATTR, LIBRARY_ATTR, PERM_ATTR
+from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
 
-PERM_ATTR = "mlirc.perm"  # of a "permute" view
 GEMM_LIBRARIES = frozenset({"mm", "bmm"})
 PLUMBING = frozenset({"arith.constant", "tensor.empty", "linalg.fill", "func.return"})
 
@@ -57,11 +57,11 @@ def transpose_views(module: ir.Operation) -> None:
     body = module.regions[0].blocks[0]
     kernels = {op.sym_name.value: op for op in body.operations if isinstance(op, func.FuncOp)}
     for entry in body.operations:
-        if not (isinstance(entry, func.FuncOp) and "mlirc.entry" in entry.attributes):
+        if not (isinstance(entry, func.FuncOp) and ENTRY_ATTR in entry.attributes):
             continue
         for op in entry.entry_block.operations:
             kernel = kernels.get(_callee(op.operation) or "")
-            if kernel is None or "mlirc.kernel" not in kernel.attributes or library_of(kernel) is not None:
+            if kernel is None or KERNEL_ATTR not in kernel.attributes or library_of(kernel) is not None:
                 continue
             perm = transpose_perm(kernel)
             users = [use.owner.operation for use in op.results[0].uses]

@@ -27,19 +27,34 @@ def test_fallback_runs_correctly_and_logs(caplog):
 
 def test_strict_raises(monkeypatch):
     monkeypatch.setattr(config, "strict", True)
-    with pytest.raises(Exception, match="aten.sort"):
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed) as info:
         torch.compile(uses_unsupported, backend="mlirc")(torch.randn(9, 4))
+    inner = info.value.inner_exception
+    assert isinstance(inner, mlirc.UnsupportedOpError) and "aten.sort" in str(inner), repr(inner)
 
 
 def test_backend_found_by_name():
     assert "mlirc" in torch._dynamo.list_backends()
 
 
-def test_error_hierarchy():
-    assert issubclass(mlirc.UnsupportedOpError, mlirc.MlircError)
-    assert issubclass(mlirc.PipelineError, mlirc.MlircError)
-    err = mlirc.PipelineError("mlirc-form-kernels", "boom", "mlirc-opt x.mlir -p mlirc-stage-kernels")
-    assert "mlirc-form-kernels" in str(err) and "mlirc-opt x.mlir" in str(err)
+def test_internal_error_in_a_pass_is_a_pipeline_error_with_a_repro(monkeypatch):
+    """Any exception inside a pass (a bug) reaches a strict user as a PipelineError
+    (an MlircError) naming the pass, with an mlirc-opt command that reproduces it."""
+    from dataclasses import replace
+
+    from mlirc.passes.registry import PASSES
+
+    def broken(module):
+        raise ValueError("a bug in the pass")
+
+    monkeypatch.setitem(PASSES, "mlirc-form-kernels", replace(PASSES["mlirc-form-kernels"], run=broken))
+    monkeypatch.setattr(config, "strict", True)
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed) as info:
+        torch.compile(lambda x: torch.exp(x) + 1, backend="mlirc")(torch.randn(5))
+    inner = info.value.inner_exception
+    assert isinstance(inner, mlirc.PipelineError) and isinstance(inner, mlirc.MlircError), repr(inner)
+    assert inner.pass_name == "mlirc-form-kernels"
+    assert "a bug in the pass" in str(inner) and "mlirc-opt " in str(inner) and "mlirc-stage-kernels" in str(inner)
 
 
 def test_library_kernels_are_not_fallback():

@@ -14,6 +14,7 @@ parsing (mlirc.dialects.verifier).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import pickle
 import re
@@ -136,6 +137,9 @@ def _in_child(work: Callable[[], object], timeout: int = 0) -> tuple[object, str
     pid = os.fork()
     if pid == 0:  # the child: send back the pickled result, never return into the caller
         os.close(read_end)
+        # An abort is the expected way for the child to fail: the parent reports it as a
+        # diagnostic, and pytest's faulthandler must not print a Python stack for it.
+        faulthandler.disable()
         signal.alarm(timeout)  # SIGALRM ends a child that runs too long (0: no limit)
         code = 0
         try:

@@ -18,9 +18,9 @@ from mlir.dialects import func
 from mlir.dialects import llvm as llvm_dialect
 
 from mlirc.config import config
+from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ATTR
 from mlirc.errors import PipelineError
 from mlirc.passes import pipelines  # noqa: F401 - registers mlirc-stage-cpu
-from mlirc.passes.outline_library_calls import LIBRARY_ATTR
 from mlirc.passes.registry import run_passes
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class CompiledKernels:
 def kernel_signatures(module: ir.Module) -> list[KernelSignature]:
     sigs = []
     for op in module.body.operations:
-        if isinstance(op, func.FuncOp) and "mlirc.kernel" in op.attributes and LIBRARY_ATTR not in op.attributes:
+        if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes and LIBRARY_ATTR not in op.attributes:
             ftype = ir.FunctionType(op.attributes["function_type"].value)
             sigs.append(KernelSignature(op.sym_name.value, len(ftype.inputs) + len(ftype.results)))
     return sigs
@@ -69,7 +69,7 @@ def kernels_only(module: ir.Module) -> ir.Module:
     """A copy of `module` holding just the kernel funcs (the entry stays host-side)."""
     copy = ir.Module.parse(str(module), module.context)
     for op in list(copy.body.operations):
-        if isinstance(op, func.FuncOp) and ("mlirc.kernel" not in op.attributes or LIBRARY_ATTR in op.attributes):
+        if isinstance(op, func.FuncOp) and (KERNEL_ATTR not in op.attributes or LIBRARY_ATTR in op.attributes):
             op.operation.erase()
     return copy
 

@@ -13,6 +13,7 @@ from mlirc.backends.cpu import gemm_choice
 from mlirc.backends.cpu.codegen import CompiledKernels
 from mlirc.backends.host_wrapper import WrapperBuilder, scratch_buffers, wrapper_scope
 from mlirc.config import config
+from mlirc.passes.ir_utils import entry_functions
 
 
 class CpuWrapperBuilder(WrapperBuilder):
@@ -26,7 +27,7 @@ class CpuWrapperBuilder(WrapperBuilder):
 def build_wrapper(
     module: ir.Module, compiled: CompiledKernels, result_dtypes: list[torch.dtype], device: torch.device
 ) -> tuple[Callable, str]:
-    entry = next(op for op in module.body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes)
+    entry = entry_functions(module.body)[0]
     kernels = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
     builder = CpuWrapperBuilder(entry, result_dtypes, kernels, scratch_limit_bytes=config.scratch_mb << 20)
     source = builder.build()

@@ -20,8 +20,8 @@ from mlir.dialects import func
 
 from mlirc.backends import disk_cache
 from mlirc.config import config
+from mlirc.dialects.attributes import GRID_ATTR, STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
 from mlirc.errors import PipelineError
-from mlirc.passes.gpu_lower_to_tt import GRID_ATTR, STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
 
 log = logging.getLogger(__name__)
 

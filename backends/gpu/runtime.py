@@ -18,7 +18,8 @@ from mlir.dialects import func
 from mlirc.backends.gpu.compiler import Launcher
 from mlirc.backends.host_wrapper import WrapperBuilder, wrapper_scope
 from mlirc.dialects import tt
-from mlirc.passes.gpu_lower_to_tt import GRID_ATTR
+from mlirc.dialects.attributes import GRID_ATTR
+from mlirc.passes.ir_utils import entry_functions
 
 
 class GpuWrapperBuilder(WrapperBuilder):
@@ -76,7 +77,7 @@ def _on_device(call: Callable, index: int) -> Callable:
 def build_wrapper(
     module: ir.Module, launchers: dict[str, Launcher], result_dtypes: list[torch.dtype], device: torch.device
 ) -> tuple[Callable, str]:
-    entry = next(op for op in module.body.operations if isinstance(op, func.FuncOp) and "mlirc.entry" in op.attributes)
+    entry = entry_functions(module.body)[0]
     kernels = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
     source = GpuWrapperBuilder(entry, result_dtypes, kernels).build()
     index = device.index if device.index is not None else torch.cuda.current_device()

@@ -56,3 +56,29 @@ func.func @f(%a: tensor<2x3xf32>) -> tensor<2xf32> {
   %0 = "mlirc.reduce_sum"(%a) {dims = 1 : i64, keepdim = false} : (tensor<2x3xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+// Element types: a transcendental takes and gives floats ...
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.exp' op takes and gives floats, not i32 -> i32
+func.func @f(%a: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = "mlirc.exp"(%a) : (tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+// ... bitwise ops take integers or bools, comparisons give bools
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.bitwise_and' op takes and gives integers or bools, not f32, f32 -> f32
+func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "mlirc.bitwise_and"(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.lt' op gives bools (i1), not f32
+func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "mlirc.lt"(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

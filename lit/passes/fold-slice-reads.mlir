@@ -22,15 +22,15 @@ func.func @first_of_row(%x: tensor<8x96xf32>) -> tensor<8x96xf32> attributes {ml
 
 // -----
 
-// A picked element at another offset, read through the identity of the slice's
-// own unit dim: the dim's loop keeps its range from the result.
-// CHECK-DAG: #[[AT5:.*]] = affine_map<(d0, d1) -> (5, d1)>
-// CHECK-LABEL: func.func @fifth_row
+// The first row, read through the identity of the slice's own unit dim: the dim's
+// loop keeps its range from the result.
+// CHECK-DAG: #[[ROW0:.*]] = affine_map<(d0, d1) -> (0, d1)>
+// CHECK-LABEL: func.func @first_row
 // CHECK-NOT: tensor.extract_slice
-// CHECK: linalg.generic {indexing_maps = [#[[AT5]], #{{.*}}], {{.*}} ins(%arg0 : tensor<7x4xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[ROW0]], #{{.*}}], {{.*}} ins(%arg0 : tensor<7x4xf32>)
 #id = affine_map<(d0, d1) -> (d0, d1)>
-func.func @fifth_row(%x: tensor<7x4xf32>) -> tensor<1x4xf32> attributes {mlirc.entry} {
-  %p = tensor.extract_slice %x[5, 0] [1, 4] [1, 1] : tensor<7x4xf32> to tensor<1x4xf32>
+func.func @first_row(%x: tensor<7x4xf32>) -> tensor<1x4xf32> attributes {mlirc.entry} {
+  %p = tensor.extract_slice %x[0, 0] [1, 4] [1, 1] : tensor<7x4xf32> to tensor<1x4xf32>
   %e = tensor.empty() : tensor<1x4xf32>
   %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<1x4xf32>) outs(%e : tensor<1x4xf32>) {
   ^bb0(%a: f32, %out: f32):
@@ -43,16 +43,18 @@ func.func @fifth_row(%x: tensor<7x4xf32>) -> tensor<1x4xf32> attributes {mlirc.e
 // -----
 
 // Not folded: a slice that keeps part of a dim (its reads would need an offset
-// map), a strided one, and one whose picked dim is the only source of a loop's
-// range (a reduction over it).
+// map), a strided one, one that picks an element other than the first (the
+// vectorizer takes only a 0 in a map), and one whose picked dim is the only source
+// of a loop's range (a reduction over it).
 // CHECK-LABEL: func.func @kept
-// CHECK-COUNT-3: tensor.extract_slice
+// CHECK-COUNT-4: tensor.extract_slice
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
-func.func @kept(%x: tensor<8x96xf32>) -> (tensor<8x10xf32>, tensor<8x10xf32>, tensor<8xf32>) attributes {mlirc.entry} {
+func.func @kept(%x: tensor<8x96xf32>) -> (tensor<8x10xf32>, tensor<8x10xf32>, tensor<8xf32>, tensor<8xf32>) attributes {mlirc.entry} {
   %part = tensor.extract_slice %x[0, 3] [8, 10] [1, 1] : tensor<8x96xf32> to tensor<8x10xf32>
   %strided = tensor.extract_slice %x[0, 0] [8, 10] [1, 2] : tensor<8x96xf32> to tensor<8x10xf32>
-  %one = tensor.extract_slice %x[0, 4] [8, 1] [1, 1] : tensor<8x96xf32> to tensor<8x1xf32>
+  %one = tensor.extract_slice %x[0, 0] [8, 1] [1, 1] : tensor<8x96xf32> to tensor<8x1xf32>
+  %fifth = tensor.extract_slice %x[0, 5] [8, 1] [1, 1] : tensor<8x96xf32> to tensor<8x1xf32>
   %e = tensor.empty() : tensor<8x10xf32>
   %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%part : tensor<8x10xf32>) outs(%e : tensor<8x10xf32>) {
   ^bb0(%v: f32, %out: f32):
@@ -70,5 +72,9 @@ func.func @kept(%x: tensor<8x96xf32>) -> (tensor<8x10xf32>, tensor<8x10xf32>, te
     %s = arith.addf %v, %out : f32
     linalg.yield %s : f32
   } -> tensor<8xf32>
-  return %a, %b, %c : tensor<8x10xf32>, tensor<8x10xf32>, tensor<8xf32>
+  %d = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel"]} ins(%fifth : tensor<8x1xf32>) outs(%e8 : tensor<8xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  return %a, %b, %c, %d : tensor<8x10xf32>, tensor<8x10xf32>, tensor<8xf32>, tensor<8xf32>
 }

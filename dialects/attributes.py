@@ -1,0 +1,35 @@
+"""The names of the attributes mlirc puts on IR, in one place: the stage that writes
+one and every stage that reads it import it from here (a leaf: it imports nothing).
+"""
+
+from __future__ import annotations
+
+# --- functions
+ENTRY_ATTR = "mlirc.entry"  # the graph's host-side function
+KERNEL_ATTR = "mlirc.kernel"  # a kernel the entry calls
+LIBRARY_ATTR = "mlirc.library"  # a kernel that is a library call (torch.mm, conv2d, ...): its name
+LIBRARY_ARGS_ATTR = "mlirc.library_args"  # the library op's attributes (stride, padding, ...)
+CHECKS_ATTR = "mlirc.checks"  # on the entry: the run-time checks' messages, one per flag result
+ARG_LAYOUTS_ATTR = "mlirc.arg_layouts"  # on the entry: how each argument lies in memory
+RESULT_LAYOUTS_ATTR = "mlirc.result_layouts"  # ... and each result
+RESULT_EAGER_ATTR = "mlirc.results_as_eager"  # eager's sizes and strides of every result
+
+# --- modules
+TARGET_ATTR = "mlirc.target"  # "cpu" or "cuda"
+
+# --- ops
+PERM_ATTR = "mlirc.perm"  # of a "permute" view (mlirc-transpose-views)
+
+# --- CPU schedule (mlirc-cpu-vectorize, mlirc-cpu-parallelize)
+SCHEDULE_ATTR = "mlirc.schedule"  # an op's plan, while the transform script runs
+SPLIT_ATTR = "mlirc.split_reduction"  # a split reduction's partial-sum loop
+PARALLEL_LOOP_ATTR = "mlirc.parallel_loop"  # a loop whose trips may run on threads
+PARALLEL_ATTR = "mlirc.parallel"  # array<i64: lb, ub, step> of the chunked loop
+
+# --- GPU kernels (mlirc-gpu-lower-to-tt)
+TTIR_ATTR = "mlirc.gpu.ttir"  # the nested module holding the kernel's TTIR
+ROWS_ATTR = "mlirc.gpu.rows"  # a row group's kernel: leading loop dims that are rows
+GRID_ATTR = "mlirc.gpu.grid"
+WARPS_ATTR = "mlirc.gpu.num_warps"
+STAGES_ATTR = "mlirc.gpu.num_stages"
+TILE_ATTR = "mlirc.gpu.tile"
