@@ -16,7 +16,9 @@ import torch
 import torch.fx as fx
 from mlir import ir
 
-from mlirc.backends.cpu.codegen import compile_kernels
+from mlirc.backends import cpu as cpu_backend
+from mlirc.backends import gpu as gpu_backend
+from mlirc.backends.cpu import codegen
 from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
 from mlirc.dialects import make_context
@@ -153,16 +155,11 @@ def _compile_region(gm: fx.GraphModule, device: torch.device, options: PassOptio
     outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
+    backend = BACKENDS.get(device.type, BACKENDS["cpu"])
     with context:
-        _run_stage(module, "linalg", name, stage_ir, options)
-        if device.type != "cuda":
-            _run_stage(module, "cpu-layout", name, stage_ir, options)
-        _run_stage(module, "kernels", name, stage_ir, options)
-        if device.type == "cuda":
-            call, source, kernel_count = _build_gpu(module, name, stage_ir, result_dtypes, device, options)
-        else:
-            _run_stage(module, "cpu-fusion", name, stage_ir, options)
-            call, source, kernel_count = _build_cpu(module, name, result_dtypes, device, options)
+        for stage in backend.stages:
+            _run_stage(module, stage, name, stage_ir, options)
+        call, source, kernel_count = backend.build(module, name, stage_ir, result_dtypes, device, options)
     if any(n is None for n in outputs):
         call = _with_none_outputs(call, [n is None for n in outputs])
     constants = constant_inputs(gm)
@@ -173,18 +170,32 @@ def _compile_region(gm: fx.GraphModule, device: torch.device, options: PassOptio
 
 
 def _build_cpu(
-    module: ir.Module, name: str, result_dtypes: list, device: torch.device, options: PassOptions
+    module: ir.Module,
+    name: str,
+    stage_ir: dict[str, str],
+    result_dtypes: list,
+    device: torch.device,
+    options: PassOptions,
 ) -> tuple[Callable, str, int]:
-    before = str(module)
-    pipeline = configured("cpu", options)
-    try:
-        compiled = _step("mlirc-cpu-codegen", lambda: compile_kernels(module, pipeline))
-    except PipelineError as err:
-        raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, pipeline)) from err
+    """The kernel stage on a copy (the host wrapper reads the entry from `module`),
+    then LLVM IR (dumped), then machine code."""
+    kernels = ir.Module.parse(str(module), module.context)
+    _run_stage(kernels, cpu_backend.KERNEL_STAGE, name, stage_ir, options)
+    llvm_ir = _step(
+        "mlirc-emit-llvm",
+        lambda: codegen.emit_llvm(kernels),
+        lambda: f"reproduce with: mlirc-opt {_saved(stage_ir['cpu'], name, 'cpu')} --emit-llvm",
+    )
+    _dump(name, "llvm", llvm_ir, ext="ll")
+    compiled = _step(
+        "llvmlite",
+        lambda: codegen.jit(llvm_ir, codegen.kernel_signatures(module)),
+        lambda: f"the LLVM IR is in {_saved(llvm_ir, name, 'llvm', 'll')}",
+    )
     call, source = _step(
         "mlirc-host-wrapper",
         lambda: build_wrapper(module, compiled, result_dtypes, device),
-        lambda: f"the wrapper is built from {_saved(before, name, 'kernels')}",
+        lambda: f"the wrapper is built from {_saved(str(module), name, 'cpu-fusion')}",
     )
     return call, source, len(compiled.functions)
 
@@ -197,12 +208,25 @@ def _build_gpu(
     device: torch.device,
     options: PassOptions,
 ) -> tuple[Callable, str, int]:
+    """triton.compile on each kernel's TTIR (the gpu stage's nested modules), then the host wrapper."""
     from mlirc.backends.gpu import compiler, runtime
 
-    _run_stage(module, "gpu", name, stage_ir, options)
     gpu_ir = lambda: f"the gpu-stage IR is in {_saved(stage_ir['gpu'], name, 'gpu')}"  # noqa: E731
     launchers = _step("triton.compile", lambda: compiler.compile_module(module), gpu_ir)
     call, source = _step(
         "mlirc-host-wrapper", lambda: runtime.build_wrapper(module, launchers, result_dtypes, device), gpu_ir
     )
     return call, source, len(launchers)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What a device's compile runs: `stages` on the graph's module, each dumped
+    (MLIRC_DUMP_DIR) and re-enterable with mlirc-opt, then `build`, which makes the
+    call (on the CPU it runs the kernel stage and dumps the LLVM IR)."""
+
+    stages: tuple[str, ...]
+    build: Callable[..., tuple[Callable, str, int]]
+
+
+BACKENDS = {"cpu": Backend(cpu_backend.STAGES, _build_cpu), "cuda": Backend(gpu_backend.STAGES, _build_gpu)}

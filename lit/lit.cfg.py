@@ -10,7 +10,7 @@ config.name = "mlirc"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".py"]
 config.test_source_root = os.path.dirname(__file__)
-config.excludes = ["lit.cfg.py", "Output"]
+config.excludes = ["lit.cfg.py", "Output", "Inputs"]
 
 python = sys.executable
 config.substitutions.append(("%PYTHON", python))

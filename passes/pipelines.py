@@ -2,7 +2,8 @@
 
 mlirc      --mlirc-stage-linalg-->  linalg   --mlirc-stage-kernels-->  kernels
 kernels    --mlirc-stage-cpu-fusion-->  kernels, row groups fused into row loops (CPU)
-kernels    --mlirc-stage-cpu-->     LLVM dialect (one module of kernels)
+kernels    --mlirc-stage-cpu-->     LLVM dialect (the kernels alone: the entry stays host-side)
+LLVM dialect  --mlirc-opt --emit-llvm-->  LLVM IR (what llvmlite compiles)
 kernels    --mlirc-stage-gpu-->     Triton TTIR (a nested module per kernel)
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 # Importing a pass module registers it.
 from mlirc.passes import (  # noqa: F401
     cpu_channels_last,
+    cpu_drop_host,
     cpu_fuse_rows,
     cpu_masked_reductions,
     cpu_omp_dispatch,
@@ -101,7 +103,14 @@ CPU_TO_LLVM = [
     "reconcile-unrealized-casts",
     "mlirc-cpu-omp-dispatch",
 ]
-CPU = ["mlirc-cpu-vectorize", "mlirc-cpu-masked-reductions", "mlirc-cpu-vector-math", *CPU_BUFFERIZE, *CPU_TO_LLVM]
+CPU = [
+    "mlirc-cpu-drop-host",
+    "mlirc-cpu-vectorize",
+    "mlirc-cpu-masked-reductions",
+    "mlirc-cpu-vector-math",
+    *CPU_BUFFERIZE,
+    *CPU_TO_LLVM,
+]
 # Named ops (pooling, non-library contractions) become generics: the tt lowering
 # tiles any generic, reading operands through their indexing maps.
 GPU = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)", "mlirc-gpu-lower-to-tt"]
@@ -124,7 +133,7 @@ register_pipeline("mlirc-stage-cpu-fusion", "Stage: CPU row fusion of a kernels 
 register_pipeline(
     "mlirc-stage-cpu-bufferize",
     "Stage: CPU schedule + bufferization of a kernels module",
-    ["mlirc-cpu-vectorize", "mlirc-cpu-masked-reductions", *CPU_BUFFERIZE],
+    ["mlirc-cpu-drop-host", "mlirc-cpu-vectorize", "mlirc-cpu-masked-reductions", *CPU_BUFFERIZE],
 )
 register_pipeline("mlirc-stage-cpu", "Stage: a kernels module -> LLVM dialect for the host CPU", CPU)
 register_pipeline("mlirc-stage-gpu", "Stage: a kernels module -> Triton TTIR, one nested module per kernel", GPU)

@@ -30,26 +30,19 @@ def test_more_threads_than_rows(threads):
     compile_and_compare(lambda x: (torch.exp(x), x.amax(-1, keepdim=True)), x)
 
 
-def test_kernels_are_dispatched_to_openmp(monkeypatch):
-    captured = []
-    from mlirc.backends.cpu import codegen
+def test_kernels_are_dispatched_to_openmp(monkeypatch, tmp_path):
+    from mlirc.config import config
 
-    original = codegen.lower_to_llvm_ir
+    def llvm_ir(fn, x, folder):  # the kernels' LLVM IR, as MLIRC_DUMP_DIR writes it
+        monkeypatch.setattr(config, "dump_dir", str(tmp_path / folder))
+        torch._dynamo.reset()
+        compile_and_compare(fn, x)
+        return [p.read_text() for p in (tmp_path / folder).glob("*.llvm.ll")]
 
-    def spy(kernels, *args):
-        text = original(kernels, *args)
-        captured.append(text)
-        return text
-
-    monkeypatch.setattr(codegen, "lower_to_llvm_ir", spy)
-    x = torch.randn(512, 1024)
-    compile_and_compare(lambda x: torch.tanh(x) + x.sum(-1, keepdim=True), x)
-    assert any("GOMP_parallel" in text for text in captured), "no kernel was dispatched to threads"
-    small = torch.randn(4, 8)
-    captured.clear()
-    torch._dynamo.reset()
-    compile_and_compare(lambda x: torch.tanh(x) + 1, small)
-    assert not any("GOMP_parallel" in text for text in captured), "a tiny kernel paid for a fork/join"
+    big = llvm_ir(lambda x: torch.tanh(x) + x.sum(-1, keepdim=True), torch.randn(512, 1024), "big")
+    assert any("GOMP_parallel" in text for text in big), "no kernel was dispatched to threads"
+    small = llvm_ir(lambda x: torch.tanh(x) + 1, torch.randn(4, 8), "small")
+    assert small and not any("GOMP_parallel" in text for text in small), "a tiny kernel paid for a fork/join"
     assert mlirc.stats().fallback_nodes == 0
 
 

@@ -49,6 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--print-dialect", action="store_true", help="print the mlirc dialect's IRDL definition")
     p.add_argument("--mlir-print-generic", action="store_true", help="print ops in generic form")
     p.add_argument(
+        "--emit-llvm",
+        action="store_true",
+        help="print the result (in the LLVM dialect) as LLVM IR, as llvmlite gets it",
+    )
+    p.add_argument(
         "--in-process",
         action="store_true",
         help="do not fork a child per input (for a debugger; a crash then kills it)",
@@ -115,13 +120,20 @@ def _process(chunk: str, elements: list[str], args: argparse.Namespace, errors: 
                     pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
                 pm.run(module.operation)
             module.operation.verify()
+            if args.emit_llvm:
+                from mlirc.backends.cpu.codegen import emit_llvm  # llvmlite only when asked
+
+                return emit_llvm(module)
         except Exception as err:  # a diagnostic, never a traceback
             known = isinstance(err, (ir.MLIRError, MlircError, ValueError, RuntimeError))
             message = str(err) if known else f"internal error: {type(err).__name__}: {err}"
             text = "\n".join(diagnostics) or message
             if message and message not in text and not diagnostics:
                 text = message
-            errors.append(_located(text, args.input, args.line_offset))
+            text = _located(text, args.input, args.line_offset)
+            if ": error: " not in text:  # not from MLIR's diagnostics: at the input's first line
+                text = f"{args.input}:{args.line_offset + 1}:1: error: {text}"
+            errors.append(text)
             return None
         return module.operation.get_asm(print_generic_op_form=args.mlir_print_generic)
 
@@ -219,24 +231,41 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if errors else 0
 
 
-def _verify_diagnostics(text: str, errors: list[str]) -> int:
-    """Every `expected-error {{msg}}` must match a reported error, and vice versa."""
-    import re
+_EXPECTED = re.compile(r"expected-error\s*(@(?:[+-]\d+|above|below))?\s*\{\{(.*?)\}\}")
+_REPORTED = re.compile(r":(\d+):\d+: error: (.*)")
 
-    expected = re.findall(r"expected-error[^{]*\{\{(.*?)\}\}", text)
-    got = "\n".join(errors)
-    missing = [e for e in expected if e not in got]
-    for e in missing:
-        print(f"mlirc-opt: expected error not produced: {e}", file=sys.stderr)
-    if not expected and errors:
-        print(got, file=sys.stderr)
-        return 1
-    if len(errors) > len(expected) and not missing:
-        unexpected = [err for err in errors if not any(e in err for e in expected)]
-        for err in unexpected:
-            print(f"mlirc-opt: unexpected error: {err}", file=sys.stderr)
-        return 1 if unexpected else 0
-    return 1 if missing else 0
+
+def _expected_errors(text: str) -> list[tuple[int, str]]:
+    """(line, message) of each `expected-error` annotation: its own line, or the one
+    `@+N` / `@-N` / `@above` / `@below` names, as mlir-opt reads them."""
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        for where, message in _EXPECTED.findall(line):
+            offset = {"": 0, "@above": -1, "@below": 1}.get(where)
+            found.append((number + (int(where[1:]) if offset is None else offset), message))
+    return found
+
+
+def _verify_diagnostics(text: str, errors: list[str]) -> int:
+    """Every `expected-error {{msg}}` must match an error reported at its line, and
+    every reported error an annotation."""
+    reported = []
+    for error in errors:
+        located = _REPORTED.search(error)
+        reported.append((int(located.group(1)), located.group(2)) if located else (0, error))
+    unmatched = list(reported)
+    status = 0
+    for line, message in _expected_errors(text):
+        match = next((r for r in unmatched if r[0] == line and message in r[1]), None)
+        if match is None:
+            print(f"mlirc-opt: line {line}: expected error not produced: {message}", file=sys.stderr)
+            status = 1
+        else:
+            unmatched.remove(match)
+    for line, message in unmatched:
+        print(f"mlirc-opt: line {line}: unexpected error: {message}", file=sys.stderr)
+        status = 1
+    return status
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Compile a module of kernels for the host CPU and hand back callable kernels.
+"""The CPU backend's last steps: LLVM IR out of the kernels that mlirc-stage-cpu
+left in the LLVM dialect, then machine code for the host CPU (llvmlite).
 
 Kernels use the bare-pointer calling convention (static shapes, contiguous
 buffers): each takes its inputs' then its outputs' data pointers.
@@ -14,14 +15,11 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 from mlir import ir
-from mlir.dialects import func
 from mlir.dialects import llvm as llvm_dialect
 
 from mlirc.config import config
-from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ATTR
 from mlirc.errors import PipelineError
-from mlirc.passes import pipelines  # noqa: F401 - registers mlirc-stage-cpu
-from mlirc.passes.registry import run_passes
+from mlirc.passes.cpu_drop_host import compiled_kernel
 
 log = logging.getLogger(__name__)
 
@@ -59,19 +57,10 @@ class CompiledKernels:
 def kernel_signatures(module: ir.Module) -> list[KernelSignature]:
     sigs = []
     for op in module.body.operations:
-        if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes and LIBRARY_ATTR not in op.attributes:
+        if compiled_kernel(op):
             ftype = ir.FunctionType(op.attributes["function_type"].value)
             sigs.append(KernelSignature(op.sym_name.value, len(ftype.inputs) + len(ftype.results)))
     return sigs
-
-
-def kernels_only(module: ir.Module) -> ir.Module:
-    """A copy of `module` holding just the kernel funcs (the entry stays host-side)."""
-    copy = ir.Module.parse(str(module), module.context)
-    for op in list(copy.body.operations):
-        if isinstance(op, func.FuncOp) and (KERNEL_ATTR not in op.attributes or LIBRARY_ATTR in op.attributes):
-            op.operation.erase()
-    return copy
 
 
 def _unconverted_ops(module: ir.Module) -> list[str]:
@@ -90,13 +79,13 @@ def _unconverted_ops(module: ir.Module) -> list[str]:
     return left
 
 
-def lower_to_llvm_ir(kernels: ir.Module, pipeline: str = "mlirc-stage-cpu") -> str:
-    """`pipeline`: the CPU stage with its options (mlirc.passes.pipelines.configured)."""
-    run_passes(kernels, [pipeline], stage="mlirc-stage-cpu")
-    left = _unconverted_ops(kernels)
+def emit_llvm(module: ir.Module) -> str:
+    """The LLVM IR of a module that mlirc-stage-cpu left in the LLVM dialect (what
+    `mlirc-opt --emit-llvm` prints)."""
+    left = _unconverted_ops(module)
     if left:
-        raise PipelineError("mlirc-stage-cpu", f"ops left unconverted to the LLVM dialect: {', '.join(left)}")
-    return str(llvm_dialect.translate_module_to_llvmir(kernels.operation))
+        raise PipelineError("mlirc-emit-llvm", f"ops left unconverted to the LLVM dialect: {', '.join(left)}")
+    return str(llvm_dialect.translate_module_to_llvmir(module.operation))
 
 
 @functools.cache
@@ -152,10 +141,8 @@ def optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
     builder.getModulePassManager().run(parsed, builder)
 
 
-def compile_kernels(module: ir.Module, pipeline: str = "mlirc-stage-cpu") -> CompiledKernels:
-    sigs = kernel_signatures(module)
-    kernels = kernels_only(module)
-    llvm_ir = lower_to_llvm_ir(kernels, pipeline)
+def jit(llvm_ir: str, signatures: list[KernelSignature]) -> CompiledKernels:
+    """Machine code for the host CPU (llvmlite's MCJIT) and a ctypes function per kernel."""
     try:
         parsed = llvm.parse_assembly(llvm_ir)
         parsed.verify()
@@ -167,7 +154,7 @@ def compile_kernels(module: ir.Module, pipeline: str = "mlirc-stage-cpu") -> Com
     engine = llvm.create_mcjit_compiler(parsed, machine)
     engine.finalize_object()
     functions = {}
-    for sig in sigs:
+    for sig in signatures:
         address = engine.get_function_address(sig.name)
         proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * sig.num_args))
         functions[sig.name] = proto(address)
