@@ -71,6 +71,16 @@ INT_IDENTITY = {  # width -> value
     "arith.minsi": lambda w: (1 << (w - 1)) - 1 if w > 1 else 0,
 }
 
+# ptxas (CUDA 12.8 and 12.9, at every -O level) folds an integer negation into an
+# operand of the three-input min/max it forms (VIMNMX3) and drops it: on the H100,
+# max(max(-a, -b), -c) of int32 came out as max(-a, b, -c) in SASS from correct PTX, and
+# so did (-x).amax(1) (fuzzer graph 13302039914).  Operands of integer min/max, and of
+# the comparisons LLVM turns into min/max, are computed as `x + z` where z is %ctaid.z
+# (zero: grids are one-dimensional), which neither LLVM nor ptxas can fold away, so no
+# negation reaches the min/max.  An int32 add per operand; 64-bit and i1 are unaffected.
+INTEGER_MIN_MAX = frozenset({"arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"})
+SHIELDED = INTEGER_MIN_MAX | {"arith.cmpi"}
+
 
 def _fail(kernel: str, message: str) -> PipelineError:
     return PipelineError(PASS, f"kernel @{kernel}: {message}")
@@ -149,6 +159,8 @@ class TileEmitter:
         # each input is read from memory once however many members read it.
         self.loaded: dict[tuple[ir.Value, str], Tiled] | None = None
         self.row_group = False  # emit_rows: whole rows in registers
+        self.entry: ir.Block | None = None  # the tt.func's body, where start_rows began
+        self.zeros: dict[str, ir.Value] = {}  # integer type -> an opaque zero (see SHIELDED)
 
     # --- shapes and broadcasts -------------------------------------------------
     def shape(self, kind: str) -> list[int]:
@@ -398,6 +410,8 @@ class TileEmitter:
         if name in LIBDEVICE_F64 and isinstance(op.operands[0].type, ir.F64Type):
             return [self.libdevice(LIBDEVICE_F64[name], [self.lookup(values, v) for v in op.operands])]
         operands = [self.lookup(values, v) for v in op.operands]
+        if name in SHIELDED:
+            operands = [self.shield(x) for x in operands]
         if name in ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp"):
             return [self.lower_cast(op, operands[0])]
         if name == "arith.negf":  # Triton 3.6 has no negf: -0.0 - x keeps signed zeros
@@ -411,6 +425,21 @@ class TileEmitter:
         name = "tt.bitcast" if name == "arith.bitcast" else name  # Triton bitcasts tensors with its own op
         new = tt.create(name, [self.to_kind(x, kind) for x in operands], types, attrs)
         return [Tiled(r, kind) for r in new.results]
+
+    def shield(self, x: Tiled) -> Tiled:
+        """x + 0 that no compiler can fold (see SHIELDED); other types as they are."""
+        element = tt.element_of(x.value)
+        if not isinstance(element, ir.IntegerType) or not 1 < ir.IntegerType(element).width <= 32:
+            return x
+        if isinstance(x.value.owner, ir.OpView) and x.value.owner.name == "arith.constant":
+            return x  # a constant is no negation
+        if str(element) not in self.zeros:
+            with ir.InsertionPoint.at_block_begin(self.entry):
+                zero = tt.program_id(2)
+                if ir.IntegerType(element).width < 32:
+                    zero = tt.one("arith.trunci", [zero], element)
+            self.zeros[str(element)] = zero
+        return self.arith("arith.addi", x, Tiled(self.zeros[str(element)], "s"))
 
     def libdevice(self, function: str, operands: list[Tiled], rounded: bool = False) -> Tiled:
         """`__nv_<function>f` (f32) or `__nv_<function>` (f64); `rounded` ones are
@@ -493,6 +522,7 @@ class TileEmitter:
 
     def start_rows(self) -> Tiled:
         """The program's rows of P: indices, mask, and the flat row index."""
+        self.entry = ir.InsertionPoint.current.block
         flat = self.start(Tiled(tt.program_id(0), "s"), self.plan.block_p, "p", self.plan.size_p)
         self.unflatten(flat, self.plan.parallel)
         return flat
@@ -551,8 +581,10 @@ class TileEmitter:
             values = self.read_inputs()
             self.lower_body(values, skip=combine)
             value = Tiled(self.to_kind(self.lookup(values, folded), "t"), "t")
-            kept = self.keep_in_bounds(value.value, self.to_kind(identity, "t"))
-            acc = self.combine(combine, Tiled(block.arguments[1], "t"), Tiled(kept, "t"))
+            kept = Tiled(self.keep_in_bounds(value.value, self.to_kind(identity, "t")), "t")
+            if combine.name in INTEGER_MIN_MAX:
+                kept = self.shield(kept)
+            acc = self.combine(combine, Tiled(block.arguments[1], "t"), kept)
             tt.create("scf.yield", [acc.value], [])
         self.store_results([self.finish_rows(combine, loop.results[0])])
 
@@ -586,8 +618,10 @@ class TileEmitter:
                 element = compute_type(tt.element_of(generic.results[0]))
                 identity = self.to_kind(self.identity(combine, element), "t")
                 value = self.to_kind(self.lookup(values, folded), "t")
-                kept = self.keep_in_bounds(value, identity)
-                results = [self.finish_rows(combine, kept)]
+                kept = Tiled(self.keep_in_bounds(value, identity), "t")
+                if combine.name in INTEGER_MIN_MAX:
+                    kept = self.shield(kept)
+                results = [self.finish_rows(combine, kept.value)]
             else:
                 results = self.lower_body(values)
             held.update(zip(generic.results, results, strict=True))

@@ -38,6 +38,22 @@ func.func @kernel_1(%x: tensor<7x33xf32>) -> tensor<7xf32> attributes {mlirc.ker
   return %r : tensor<7xf32>
 }
 
+// Integer max of a negation: ptxas 12.8/12.9 drops negations it folds into a
+// three-input min/max, so min/max operands (not constants) pass through `x + ctaid.z`.
+// CHECK-LABEL: func.func private @kernel_2(tensor<7x33xi32>) -> tensor<7x33xi32>
+func.func @kernel_2(%x: tensor<7x33xi32>) -> tensor<7x33xi32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<7x33xi32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<7x33xi32>) outs(%e : tensor<7x33xi32>) {
+  ^bb0(%a: i32, %out: i32):
+    %zero = arith.constant 0 : i32
+    %three = arith.constant 3 : i32
+    %n = arith.subi %zero, %a : i32
+    %m = arith.maxsi %n, %three : i32
+    linalg.yield %m : i32
+  } -> tensor<7x33xi32>
+  return %r : tensor<7x33xi32>
+}
+
 // The host entry is untouched: it still calls the (now declared) kernels.
 // CHECK-LABEL: func.func @main
 // CHECK: call @kernel_0
@@ -45,6 +61,8 @@ func.func @kernel_1(%x: tensor<7x33xf32>) -> tensor<7xf32> attributes {mlirc.ker
 func.func @main(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> (tensor<7x33xf32>, tensor<7xf32>) attributes {mlirc.entry} {
   %0 = call @kernel_0(%x, %b) : (tensor<7x33xf32>, tensor<33xf32>) -> tensor<7x33xf32>
   %1 = call @kernel_1(%0) : (tensor<7x33xf32>) -> tensor<7xf32>
+  %i = arith.fptosi %x : tensor<7x33xf32> to tensor<7x33xi32>
+  %2 = call @kernel_2(%i) : (tensor<7x33xi32>) -> tensor<7x33xi32>
   return %0, %1 : tensor<7x33xf32>, tensor<7xf32>
 }
 
@@ -78,6 +96,14 @@ func.func @main(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> (tensor<7x33xf32>, 
 // CHECK:   "tt.reduce.return"
 // CHECK: {axis = 1 : i32} : (tensor<8x64xf32>) -> tensor<8xf32>
 // CHECK: "tt.store"
+
+// CHECK-LABEL: module @kernel_2_ttir
+// CHECK: %[[Z:.*]] = "tt.get_program_id"() {axis = 2 : i32}
+// CHECK: %[[N:.*]] = arith.subi %{{.*}}, %{{.*}} : tensor<256xi32>
+// CHECK: %[[ZS:.*]] = "tt.splat"(%[[Z]]) : (i32) -> tensor<256xi32>
+// CHECK: %[[SHIELDED:.*]] = arith.addi %[[N]], %[[ZS]] : tensor<256xi32>
+// CHECK: %[[THREE:.*]] = "tt.splat"(%c3_i32)
+// CHECK: arith.maxsi %[[SHIELDED]], %[[THREE]] : tensor<256xi32>
 
 // GENERIC: "builtin.module"() <{sym_name = "{{(kernel|rows)_0_ttir}}"}>
 // GENERIC: "tt.func"()
