@@ -103,3 +103,27 @@ def test_regression(name):
     assert_same_outcome(fn, *args)
     if name.startswith("strides"):
         assert torch.compile(fn, backend="mlirc")(*args).stride() == fn(*args).stride()
+
+
+def test_oracle_takes_overflowing_sums_as_ill_conditioned():
+    """A GEMM whose finite terms overflow float32 (1e30 * -1e30 beside an inf term):
+    eager's FMA gave inf, another order NaN; either is float32's answer there."""
+    from fuzz_oracle import Graph, _overflows
+
+    row = T([[1e30, -52.0, 1.0]])
+    col = T([[-1e30], [-float("inf")], [2.0]])
+    graph = Graph(inputs=[row, col], steps=[("t0", "a0 @ a1")], outputs=["t0"])
+    assert _overflows(graph, {"t0": row @ col})["t0"].tolist() == [[True]]
+    row, col = T([[1e10, -52.0, 1.0]]), T([[-1e10], [-float("inf")], [2.0]])
+    graph = Graph(inputs=[row, col], steps=[("t0", "a0 @ a1")], outputs=["t0"])
+    assert not _overflows(graph, {"t0": row @ col})  # an inf term alone is no breakdown
+
+
+def test_oracle_sees_scatter_adds_as_sums():
+    """scatter_add's order is the index's: 1e30 + (-0 - 1e30 + 0.21 + 0.75) is 0 in
+    mlirc's order and 0.97 in eager's, both within the terms' rounding."""
+    from fuzz_oracle import _magnitude
+
+    x, src, index = T([[1e30]]), T([[-0.0, -1e30, 0.21, 0.75]]), T([[0, 0, 0, 0]])
+    magnitude = _magnitude("a0.scatter_add(1, a2, a1)", {"a0": x, "a1": src, "a2": index})
+    assert magnitude.tolist() == [[pytest.approx(2e30, rel=1e-6)]]
