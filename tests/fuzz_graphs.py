@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
+from fuzz_minimize import minimize
 from fuzz_oracle import Graph, check, provoked
 
 SIZES = [1, 1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 64, 127]
@@ -495,65 +496,6 @@ def generate(seed: int, device: str = "cpu") -> Graph:
     outputs = [steps[-1]] + rng.sample(steps[:-1], min(len(steps) - 1, rng.choice([0, 0, 1, 2])))
     b.graph.outputs = outputs
     return b.graph
-
-
-# ------------------------------------------------------------------ minimizing
-
-
-def _cut(graph: Graph, keep_output: str) -> Graph:
-    """Only what `keep_output` needs."""
-    needed = {keep_output}
-    steps = []
-    for name, expr in reversed(graph.steps):
-        if name in needed:
-            steps.append((name, expr))
-            needed |= {tok for tok in _names(expr)}
-    used_inputs = [i for i in range(len(graph.inputs)) if f"a{i}" in needed]
-    rename = {f"a{old}": f"a{new}" for new, old in enumerate(used_inputs)}
-    steps = [(n, _rename(e, rename)) for n, e in reversed(steps)]
-    return Graph([graph.inputs[i] for i in used_inputs], steps, [keep_output])
-
-
-def _names(expr: str) -> set[str]:
-    import re
-
-    return set(re.findall(r"\b[at]\d+\b", expr))
-
-
-def _rename(expr: str, mapping: dict[str, str]) -> str:
-    import re
-
-    return re.sub(r"\b[a]\d+\b", lambda m: mapping.get(m.group(0), m.group(0)), expr)
-
-
-def minimize(graph: Graph, still_fails: Callable[[Graph], bool]) -> Graph:
-    """Fewer outputs, then fewer steps: each step in turn becomes an input holding
-    its eager value, while the graph still fails."""
-    for out in graph.outputs:
-        smaller = _cut(graph, out)
-        if still_fails(smaller):
-            graph = smaller
-            break
-    changed = True
-    while changed:
-        changed = False
-        for k, (name, _) in enumerate(graph.steps[:-1]):
-            env = dict(zip([f"a{i}" for i in range(len(graph.inputs))], graph.inputs, strict=True))
-            for n, e in graph.steps[: k + 1]:
-                env[n] = eval(e, {"torch": torch, "F": F, "math": math}, env)  # noqa: S307
-            new_input = f"a{len(graph.inputs)}"
-            steps = [(n, _rename_step(e, name, new_input)) for n, e in graph.steps[k + 1 :]]
-            candidate = _cut(Graph([*graph.inputs, env[name]], steps, graph.outputs), graph.outputs[0])
-            if still_fails(candidate):
-                graph, changed = candidate, True
-                break
-    return graph
-
-
-def _rename_step(expr: str, old: str, new: str) -> str:
-    import re
-
-    return re.sub(rf"\b{old}\b", new, expr)
 
 
 # ------------------------------------------------------------------ driver
