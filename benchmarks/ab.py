@@ -2,6 +2,7 @@
 
     python benchmarks/ab.py --base 064c751                 # every case
     python benchmarks/ab.py --base HEAD~3 bert gelu --rounds 40
+    python benchmarks/ab.py --base-dir /tmp/base   # a tree of A without git (git archive A | tar -x)
 
 Two mlirc versions cannot share a process (one package name), so each case runs in
 two long-lived worker processes, A (the base commit, checked out into a temporary
@@ -72,7 +73,8 @@ def worker(case: str) -> None:
 
 class _Worker:
     def __init__(self, case: str, package: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(package)}
+        # first on the path, so this `mlirc` wins over an installed one (or a bundle's)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(package), os.environ.get("PYTHONPATH")]))}
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", case]
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         ready = self._line().split()
@@ -127,23 +129,29 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cases", nargs="*", help="cases (default: all)")
-    parser.add_argument("--base", required=True, help="the commit to compare against (A); B is this checkout")
+    base_arg = parser.add_mutually_exclusive_group(required=True)
+    base_arg.add_argument("--base", help="the commit to compare against (A); B is this checkout")
+    base_arg.add_argument("--base-dir", type=Path, help="A as an unpacked tree (a host without the git history)")
     parser.add_argument("--rounds", type=int, default=30, help="paired timed batches per case")
     args = parser.parse_args()
     names = args.cases or list(CASES)
     rows = []
     with tempfile.TemporaryDirectory(prefix="mlirc-ab-") as tmp:
         scratch = Path(tmp)
-        base = scratch / "base"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(base), args.base], check=True)
+        base = args.base_dir.resolve() if args.base_dir else scratch / "base"
+        if args.base:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(base), args.base], check=True
+            )
         try:
             packages = {"A": _package_dir(base, scratch, "a"), "B": _package_dir(ROOT, scratch, "b")}
             for name in names:
                 rows.append((name, compare(name, packages, args.rounds)))
                 print(f"{name}: done", file=sys.stderr, flush=True)
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
-    print(f"A = {args.base}, B = this checkout; median ms per call over {args.rounds} paired rounds")
+            if args.base:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
+    print(f"A = {args.base or args.base_dir}, B = this checkout; median ms per call over {args.rounds} paired rounds")
     print("\n| case | A ms | B ms | B vs A (median of paired ratios) | quartiles | fastest B / fastest A |")
     print("|---|---|---|---|---|---|")
     for name, r in rows:
