@@ -222,7 +222,7 @@ def _perturb_step(
     scale = torch.as_tensor(typical, dtype=value.dtype, device=value.device)
     if isinstance(magnitude, torch.Tensor) and magnitude.shape == value.shape:
         scale = torch.maximum(scale, magnitude.to(value.dtype).nan_to_num(0.0, 0.0, 0.0))
-    width = STEP_WOBBLE[dtype] * scale
+    width = STEP_WOBBLE[dtype] * scale * (abs(wobble) / WOBBLE)
     step = math.copysign(1.0, wobble) * width * _noise(value, 1 + sum(map(ord, name)))
     if wobble > 0:  # what is within a few roundings of 0 may be 0 ...
         return torch.where(value.abs() <= width, 0.0, value + step)
@@ -230,6 +230,7 @@ def _perturb_step(
 
 
 _WOBBLE = torch.Generator()
+WOBBLE = 1e-6  # how far (relative) the perturbed runs move the inputs
 # relative: a few ulps (float32's is 6e-8 .. 1.2e-7, float64's 1.1e-16 .. 2.2e-16)
 STEP_WOBBLE = {torch.float32: 4e-7, torch.float64: 8e-16}
 
@@ -437,9 +438,11 @@ def check(graph: Graph) -> str | None:
     # Two opposite perturbations: what is left of a cancellation (1e30 - 1e30 + ...)
     # takes the noise's sign, so one draw alone flags only half of such elements; and
     # the steps' alone, whose roundings near 0 the inputs' would drown.
-    wobbles = [
-        _float64_reference(graph, d, step_dtypes, inputs, widen) for inputs in (True, False) for d in (1e-6, -1e-6)
-    ]
+    # A periodic step (fmod(6, x) of a 6e-4 x: 10000 periods per unit) can wrap a whole
+    # perturbation back near the reference, so the steps also move by 1/4 and 1/16.
+    runs = [(d, inputs) for inputs in (True, False) for d in (WOBBLE, -WOBBLE)]
+    runs += [(sign * WOBBLE / part, False) for part in (4, 16) for sign in (1, -1)]
+    wobbles = [_float64_reference(graph, d, step_dtypes, inputs, widen) for d, inputs in runs]
     if widen:
         broken = _breakdowns(eager_steps, reference_steps)
         for name, mask in _overflows(graph, eager_steps).items():

@@ -127,3 +127,14 @@ def test_oracle_sees_scatter_adds_as_sums():
     x, src, index = T([[1e30]]), T([[-0.0, -1e30, 0.21, 0.75]]), T([[0, 0, 0, 0]])
     magnitude = _magnitude("a0.scatter_add(1, a2, a1)", {"a0": x, "a1": src, "a2": index})
     assert magnitude.tolist() == [[pytest.approx(2e30, rel=1e-6)]]
+
+
+# Graphs the oracle once flagged where mlirc's answer was a rounding of the same
+# computation: a scatter_add's order (902002851), a GEMM whose finite terms overflow
+# (904003176), Dynamo's promised strides (913003150), fmod of a layer norm near 0
+# wrapping the perturbations back (934002845).
+@pytest.mark.parametrize("seed", [902002851, 904003176, 913003150, 934002845])
+def test_oracle_findings(seed):
+    import fuzz_graphs
+
+    assert fuzz_graphs.check(fuzz_graphs.generate(seed)) is None
