@@ -82,14 +82,46 @@ def generic(
     iterators: Sequence[str],
     body: Callable[[list[ir.Value]], Sequence[ir.Value]],
 ) -> list[ir.Value]:
-    """A linalg.generic; `body` receives the block arguments and returns yielded values."""
+    """A linalg.generic; `body` receives the block arguments and returns yielded values.
+
+    Where no loop reduces (a sum of a 0-d tensor has no loops at all), inits the body
+    reads are passed as inputs and the results written to fresh tensors: upstream's
+    elementwise fusion takes an all-parallel op for a pure function of its inputs, and
+    fused into a consumer's loops, `out = in + out` ran once per consumer iteration
+    (x.sum() of a 0-d x, broadcast into a row sum, was added 4 times)."""
+    op = _generic(inputs, input_maps, inits, init_maps, iterators, body)
+    block = op.regions[0].blocks[0]
+    read = [i for i, arg in enumerate(list(block.arguments)[len(inputs) :]) if list(arg.uses)]
+    if not read or REDUCTION in iterators:
+        return list(op.results)
+    op.operation.erase()
+    moved = [inits[i] for i in read]
+    fresh = [empty(shapes.shape_of(v), shapes.elem_of(v)) for v in inits]
+    arity = len(inputs) + len(moved)
+
+    def rewired(args: list[ir.Value]) -> Sequence[ir.Value]:  # the caller's view: its inits where they were
+        as_inits = [args[len(inputs) + read.index(i)] if i in read else args[arity + i] for i in range(len(inits))]
+        return body(args[: len(inputs)] + as_inits)
+
+    moved_maps = [init_maps[i] for i in read]
+    return list(_generic([*inputs, *moved], [*input_maps, *moved_maps], fresh, init_maps, iterators, rewired).results)
+
+
+def _generic(
+    inputs: Sequence[ir.Value],
+    input_maps: Sequence[ir.AffineMap],
+    inits: Sequence[ir.Value],
+    init_maps: Sequence[ir.AffineMap],
+    iterators: Sequence[str],
+    body: Callable[[list[ir.Value]], Sequence[ir.Value]],
+) -> linalg.GenericOp:
     maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in [*input_maps, *init_maps]])
     iters = ir.ArrayAttr.get([ir.Attribute.parse(f"#linalg.iterator_type<{it}>") for it in iterators])
     op = linalg.GenericOp([v.type for v in inits], list(inputs), list(inits), maps, iters)
     block = op.regions[0].blocks.append(*[shapes.elem_of(v) for v in [*inputs, *inits]])
     with ir.InsertionPoint(block):
         linalg.YieldOp(list(body(list(block.arguments))))
-    return list(op.results)
+    return op
 
 
 def index(dim: int) -> ir.Value:

@@ -226,7 +226,10 @@ def _perturb_step(
     step = math.copysign(1.0, wobble) * width * _noise(value, 1 + sum(map(ord, name)))
     if wobble > 0:  # what is within a few roundings of 0 may be 0 ...
         return torch.where(value.abs() <= width, 0.0, value + step)
-    return torch.where(value == 0, step.sign() * width, value + step)  # ... and a 0 may not
+    # ... and may as well be a width off 0 either way: the other way in the finer runs
+    # (one draw of the noise's sign would take half of them one way only)
+    away = step.sign() * (width if abs(wobble) >= WOBBLE else -width)
+    return torch.where(value.abs() <= width, away, value + step)
 
 
 _WOBBLE = torch.Generator()

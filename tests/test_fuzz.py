@@ -94,6 +94,20 @@ REGRESSIONS = {
     # outputs keep eager's strides: transposed, channels_last, expanded
     "strides_transposed": (lambda x: x.t() * 2, (torch.randn(5, 7),)),
     "strides_expanded": (lambda x: (x * 2).expand(4, 5), (torch.randn(1, 5),)),
+    # a reduction of a 0-d tensor (no loops) fused into a row reduction ran once per
+    # element of the row: prod() was x**4 (939002845), sum() 4x, mean() likewise
+    "prod_of_a_0d_tensor_in_a_row_min": (
+        lambda x, y: torch.where(x.prod() > 0, x.prod(), y).amin(1),
+        (T(8.931635306907992e-07), torch.randn(3, 4)),
+    ),
+    "sum_of_a_0d_tensor_in_a_row_sum": (
+        lambda x, y: (x.sum() * y).sum(1),
+        (T(0.5), torch.randint(-9, 9, (3, 4)).float()),  # exact sums, in any order
+    ),
+    "mean_of_a_0d_int_in_a_row_sum": (
+        lambda x, y: (x.float().mean() + y).sum(1),
+        (T(3), torch.randint(-9, 9, (3, 5)).float()),
+    ),
 }
 
 
