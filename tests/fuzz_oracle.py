@@ -222,13 +222,17 @@ def _perturb_step(
     scale = torch.as_tensor(typical, dtype=value.dtype, device=value.device)
     if isinstance(magnitude, torch.Tensor) and magnitude.shape == value.shape:
         scale = torch.maximum(scale, magnitude.to(value.dtype).nan_to_num(0.0, 0.0, 0.0))
-    width = STEP_WOBBLE[dtype] * scale * (abs(wobble) / WOBBLE)
-    step = math.copysign(1.0, wobble) * width * _noise(value, 1 + sum(map(ord, name)))
+    part = round(WOBBLE / abs(wobble))
+    width = STEP_WOBBLE[dtype] * scale / part
+    seed = 1 + sum(map(ord, name))
+    # each fineness draws its own signs: one draw moved a layer norm's row of 5 all one
+    # way, which the norm does not see (a shift), and hid a cancellation (1804005421)
+    step = math.copysign(1.0, wobble) * width * _noise(value, seed + (part if part > 1 else 0))
     if wobble > 0:  # what is within a few roundings of 0 may be 0 ...
         return torch.where(value.abs() <= width, 0.0, value + step)
     # ... and may as well be a width off 0 either way: the other way in the finer runs
-    # (one draw of the noise's sign would take half of them one way only)
-    away = step.sign() * (width if abs(wobble) >= WOBBLE else -width)
+    # (the same draw, or half of them would go one way only)
+    away = -math.copysign(1.0, wobble) * width * _noise(value, seed) * (1 if part == 1 else -1)
     return torch.where(value.abs() <= width, away, value + step)
 
 

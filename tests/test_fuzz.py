@@ -146,8 +146,9 @@ def test_oracle_sees_scatter_adds_as_sums():
 # Graphs the oracle once flagged where mlirc's answer was a rounding of the same
 # computation: a scatter_add's order (902002851), a GEMM whose finite terms overflow
 # (904003176), Dynamo's promised strides (913003150), fmod of a layer norm near 0
-# wrapping the perturbations back (934002845).
-@pytest.mark.parametrize("seed", [902002851, 904003176, 913003150, 934002845])
+# wrapping the perturbations back (934002845), a float64 layer norm of a 1e30 row
+# compared with 0 (937003048), a layer norm's row moved all one way (1804005421).
+@pytest.mark.parametrize("seed", [902002851, 904003176, 913003150, 934002845, 937003048, 1804005421])
 def test_oracle_findings(seed):
     import fuzz_graphs
 
