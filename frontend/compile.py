@@ -6,6 +6,7 @@ the pass and a ready `mlirc-opt` command that reproduces it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import tempfile
@@ -115,7 +116,7 @@ def _with_none_outputs(call: Callable, is_none: list[bool]) -> Callable:
     return wrapped
 
 
-_region_counter = 0
+_region_numbers = itertools.count(1)  # next() is atomic: compiles on two threads get two names
 
 
 def _with_constants(call: Callable, constants: list[torch.Tensor]) -> Callable:
@@ -141,9 +142,7 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autot
 
 
 def _compile_region(gm: fx.GraphModule, device: torch.device, options: PassOptions) -> CompiledRegion:
-    global _region_counter
-    _region_counter += 1
-    name = f"region{_region_counter}"
+    name = f"region{next(_region_numbers)}"
     context = make_context()
     module = _step(
         "mlirc-import",

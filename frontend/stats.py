@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,16 +41,20 @@ class CompileStats:
         return "\n".join(lines)
 
 
-_stats = CompileStats()
+_totals = CompileStats()
+# explain()'s own stats, for the compiles in its context only (another thread's compile
+# keeps counting into the totals)
+_explaining: ContextVar[CompileStats | None] = ContextVar("mlirc_explaining", default=None)
 
 
 def stats() -> CompileStats:
-    return _stats
+    explaining = _explaining.get()
+    return explaining if explaining is not None else _totals
 
 
 def reset_stats() -> None:
-    global _stats
-    _stats = CompileStats()
+    global _totals
+    _totals = CompileStats()
 
 
 def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, CompileStats]:
@@ -60,11 +65,11 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Com
     """
     import torch
 
-    global _stats
-    saved, _stats = _stats, CompileStats()
+    own = CompileStats()
+    token = _explaining.set(own)
     try:
         torch._dynamo.reset()
         result = torch.compile(fn, backend="mlirc")(*args, **kwargs)
-        return result, _stats
+        return result, own
     finally:
-        _stats = saved
+        _explaining.reset(token)

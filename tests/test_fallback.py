@@ -66,3 +66,14 @@ def test_library_kernels_are_not_fallback():
 
     stats = compile_and_compare(f, torch.randn(6, 6))
     assert stats.library_nodes >= 2 and stats.fallback_nodes == 0, stats.summary()
+
+
+def test_explain_counts_its_function_alone_and_leaves_the_totals():
+    mlirc.reset_stats()
+    torch._dynamo.reset()
+    torch.compile(lambda x: x.exp() + 1, backend="mlirc")(torch.randn(4))
+    before = mlirc.stats().compiled_nodes
+    result, own = mlirc.explain(lambda x: torch.sin(x) * x.cos(), torch.randn(5))
+    assert own.graphs == 1 and own.compiled_nodes == 3 and own.fallback_nodes == 0
+    assert mlirc.stats().compiled_nodes == before  # explain's compile is not in the totals
+    assert result.shape == (5,)
