@@ -365,7 +365,8 @@ BREAKDOWN_FILLS = (0.0, 1.0, -1.0, math.inf, -math.inf, math.nan)
 def _breakdowns(eager_steps: dict[str, torch.Tensor], reference_steps: dict[str, Any]) -> dict[str, torch.Tensor]:
     """Where eager's float32 algorithm broke down: a step's elements that are NaN or
     inf, or off by more than 10%, where the float64 run's are finite (a layer norm of
-    1e30-sized rows: Welford's NaN in eager, 0 from mlirc's sum, 0.5 in float64)."""
+    1e30-sized rows: Welford's NaN in eager, 0 from mlirc's sum, 0.5 in float64), and
+    NaN where the float64 run's are infinite."""
     found = {}
     for name, e in eager_steps.items():
         r = reference_steps.get(name)
@@ -375,6 +376,8 @@ def _breakdowns(eager_steps: dict[str, torch.Tensor], reference_steps: dict[str,
             continue
         e64, r = e.detach().cpu().double(), r.detach().cpu().double()
         mask = r.isfinite() & (~e64.isfinite() | ((e64 - r).abs() > 0.1 * (1 + r.abs())))
+        # NaN where float64 is +-inf: AVX-512's float32 gelu(inf) is inf * 0 (AVX2's is inf)
+        mask |= e64.isnan() & r.isinf()
         if mask.any():
             found[name] = mask
     return found

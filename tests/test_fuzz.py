@@ -143,6 +143,21 @@ def test_oracle_sees_scatter_adds_as_sums():
     assert magnitude.tolist() == [[pytest.approx(2e30, rel=1e-6)]]
 
 
+def test_oracle_takes_eagers_nan_of_an_infinity_as_a_breakdown():
+    """gelu(inf) in eager's AVX-512 float32 code is NaN (float64 and AVX2: inf); a
+    where(gelu(x) > 0, gelu(x), -1) then turns eager's NaN into -1 and mlirc's inf
+    stays (graph 4701014129 on the GPU host's CPU)."""
+    from fuzz_oracle import Graph, _breakdown_runs, _breakdowns
+
+    x = T([float("inf"), 1.0])
+    graph = Graph(inputs=[x], steps=[("t0", "F.gelu(a0)"), ("t1", "torch.where(t0 > 0, t0, -1)")], outputs=["t1"])
+    eager_avx512 = T([float("nan"), 0.8413447])
+    broken = _breakdowns({"t0": eager_avx512}, {"t0": F.gelu(x.double())})
+    assert broken["t0"].tolist() == [True, False]
+    firsts, seconds = zip(*(run[0].tolist() for run in _breakdown_runs(graph, broken)), strict=True)
+    assert len(set(firsts)) > 1 and len(set(seconds)) == 1  # any answer at inf, one at 1
+
+
 # Graphs the oracle once flagged where mlirc's answer was a rounding of the same
 # computation: a scatter_add's order (902002851), a GEMM whose finite terms overflow
 # (904003176), Dynamo's promised strides (913003150), fmod of a layer norm near 0
