@@ -387,19 +387,57 @@ def _overflows(graph: Graph, eager_steps: dict[str, torch.Tensor]) -> dict[str, 
     """The elements of sum-like steps whose finite terms add up past their dtype's
     range: a product or a partial sum overflows in some orders of summation and not
     in others, so inf, -inf or NaN each may come out (1e30 * -1e30 beside an inf
-    term: eager's FMA kept the inf, a blocked GEMM made NaN of it)."""
+    term: eager's FMA kept the inf, a blocked GEMM made NaN of it); and of products
+    whose partial products may leave the range (`_partial_products`)."""
     env: dict[str, Any] = {f"a{i}": x for i, x in enumerate(graph.inputs)} | dict(eager_steps)
     found = {}
     for name, expr in graph.steps:
         value = eager_steps.get(name)
         if value is None or not value.is_floating_point():
             continue
+        finfo = torch.finfo(value.dtype)
         magnitude = _magnitude(expr, env, finite_terms=True)
         if isinstance(magnitude, torch.Tensor) and magnitude.shape == value.shape:
-            mask = (magnitude > torch.finfo(value.dtype).max).cpu()
+            mask = (magnitude > finfo.max).cpu()
             if mask.any():
                 found[name] = mask
+        largest, smallest = _partial_products(expr, env)
+        if isinstance(largest, torch.Tensor) and largest.shape == value.shape:
+            mask = ((largest > finfo.max) | (smallest < finfo.tiny)).cpu()
+            if mask.any():
+                found[name] = found[name] | mask if name in found else mask
     return found
+
+
+PRODUCTS = (".prod(",)
+
+
+def _partial_products(expr: str, env: dict[str, Any]) -> tuple[Any, Any]:
+    """For a product step, bounds on its partial products' magnitudes over every
+    order: the product of its finite factors above 1, and of those below 1 (zeros
+    aside).  Past the dtype's range some order overflows or underflows where another
+    does not, and 1e30 * -1e30 * 1e-30 * 1e-40 * -inf is -inf in one order and NaN
+    (0 * inf) in another (graph 6706020172)."""
+    if not any(marker in expr for marker in PRODUCTS):
+        return None, None
+
+    def side(above: bool) -> dict[str, Any]:
+        scope = {}
+        for k, v in env.items():
+            if isinstance(v, torch.Tensor) and v.is_floating_point():
+                v = v.double().abs()
+                keep = v.isfinite() & ((v > 1) if above else ((v < 1) & (v > 0)))
+                v = torch.where(keep, v, 1.0)
+            scope[k] = v
+        return scope
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = lambda scope: eval(expr, {"torch": torch, "F": F, "math": math}, scope)  # noqa: E731, S307
+            return run(side(True)), run(side(False))
+    except Exception:  # noqa: BLE001 - the step itself raised: no bounds
+        return None, None
 
 
 def _breakdown_runs(graph: Graph, broken: dict[str, torch.Tensor]) -> list:

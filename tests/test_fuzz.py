@@ -158,12 +158,23 @@ def test_oracle_takes_eagers_nan_of_an_infinity_as_a_breakdown():
     assert len(set(firsts)) > 1 and len(set(seconds)) == 1  # any answer at inf, one at 1
 
 
+def test_oracle_takes_products_leaving_the_range_as_ill_conditioned():
+    """prod() of 1e30, -1e30, 1e-30, 1e-40 and -inf: eager's order overflows first
+    (-inf), mlirc's lanes underflow 1e-30 * 1e-40 to 0 first (0 * inf = NaN)."""
+    from fuzz_oracle import Graph, _overflows
+
+    x = T([[1e30, -1e30, 1e-30, 1e-40, -float("inf")], [1e10, -3.0, 0.5, 0.0, -float("inf")]])
+    graph = Graph(inputs=[x], steps=[("t0", "a0.prod(1)")], outputs=["t0"])
+    assert _overflows(graph, {"t0": x.prod(1)})["t0"].tolist() == [True, False]
+
+
 # Graphs the oracle once flagged where mlirc's answer was a rounding of the same
 # computation: a scatter_add's order (902002851), a GEMM whose finite terms overflow
 # (904003176), Dynamo's promised strides (913003150), fmod of a layer norm near 0
 # wrapping the perturbations back (934002845), a float64 layer norm of a 1e30 row
-# compared with 0 (937003048), a layer norm's row moved all one way (1804005421).
-@pytest.mark.parametrize("seed", [902002851, 904003176, 913003150, 934002845, 937003048, 1804005421])
+# compared with 0 (937003048), a layer norm's row moved all one way (1804005421), a
+# product underflowing to 0 before it meets -inf in mlirc's order (6706020172).
+@pytest.mark.parametrize("seed", [902002851, 904003176, 913003150, 934002845, 937003048, 1804005421, 6706020172])
 def test_oracle_findings(seed):
     import fuzz_graphs
 
