@@ -12,6 +12,7 @@ the graphs.
 from __future__ import annotations
 
 import math
+import re
 import traceback
 import warnings
 from collections.abc import Callable
@@ -159,7 +160,7 @@ def _float64_reference(
         if substitute and name in substitute:
             mask, fill = substitute[name]
             value = torch.where(mask.to(value.device), torch.tensor(fill, dtype=value.dtype), value)
-        elif wobble and step_dtypes:
+        elif wobble and step_dtypes and not _exact_cast(exprs[name], env):
             value = _perturb_step(value, (step_dtypes or {}).get(name), wobble, name, _magnitude(exprs[name], env))
         env[name] = value
         if record is not None:
@@ -234,6 +235,17 @@ def _perturb_step(
     # (the same draw, or half of them would go one way only)
     away = -math.copysign(1.0, wobble) * width * _noise(value, seed) * (1 if part == 1 else -1)
     return torch.where(value.abs() <= width, away, value + step)
+
+
+def _exact_cast(expr: str, env: dict[str, Any]) -> bool:
+    """A float cast of bools or small integers has no rounding to perturb; moved off 0,
+    a cast False turned True again in a logical_xor and hid a comparison's flip
+    (graph 18300054905)."""
+    match = re.fullmatch(r"(\w+)\.to\(torch\.float(32|64)\)", expr)
+    operand = env.get(match.group(1)) if match else None
+    if not isinstance(operand, torch.Tensor) or operand.is_floating_point() or operand.is_complex():
+        return False
+    return operand.dtype == torch.bool or not operand.numel() or bool(operand.abs().max() < 2**24)
 
 
 _WOBBLE = torch.Generator()

@@ -168,12 +168,35 @@ def test_oracle_takes_products_leaving_the_range_as_ill_conditioned():
     assert _overflows(graph, {"t0": x.prod(1)})["t0"].tolist() == [True, False]
 
 
+def test_oracle_does_not_perturb_a_cast_of_bools():
+    """1e30 + 5 - 1e30 is 0 in float64's order and 5 in another; xor(t2, t2 < -9) then
+    flips with the cancellation, which some perturbed run must show.  The cast of the
+    comparison is exact: moved off 0 it read True in every run (graph 18300054905)."""
+    from fuzz_oracle import WOBBLE, Graph, _float64_reference
+
+    x = T([[1e30, 1.0, 1.0, 1.0], [5.0, 1.0, 1.0, 1.0], [-1e30, 1.0, 1.0, 1.0]])
+    y = T([-9.0, 9.0, 9.0, 9.0])  # the cast's other elements are 1: its scale
+    steps = [
+        ("t2", "a0.sum([0])"),
+        ("t3", "t2 < a1"),
+        ("t4", "t3.to(torch.float64)"),
+        ("t7", "torch.logical_xor(t2, t4)"),
+    ]
+    graph = Graph(inputs=[x, y], steps=steps, outputs=["t7"])
+    dtypes = {"t2": torch.float32, "t3": torch.bool, "t4": torch.float64, "t7": torch.bool}
+    (reference,) = _float64_reference(graph)
+    runs = [_float64_reference(graph, d, dtypes, False)[0] for d in (WOBBLE, -WOBBLE, WOBBLE / 4, -WOBBLE / 4)]
+    assert reference.tolist() == [False] * 4
+    assert any(run[0].item() for run in runs)
+
+
 # Graphs the oracle once flagged where mlirc's answer was a rounding of the same
 # computation: a scatter_add's order (902002851), a GEMM whose finite terms overflow
 # (904003176), Dynamo's promised strides (913003150), fmod of a layer norm near 0
 # wrapping the perturbations back (934002845), a float64 layer norm of a 1e30 row
 # compared with 0 (937003048), a layer norm's row moved all one way (1804005421), a
-# product underflowing to 0 before it meets -inf in mlirc's order (6706020172).
+# product underflowing to 0 before it meets -inf in mlirc's order (6706020172).  On CUDA:
+# a cast of a comparison perturbed off 0 (18300054905, in test_gpu_errors).
 @pytest.mark.parametrize("seed", [902002851, 904003176, 913003150, 934002845, 937003048, 1804005421, 6706020172])
 def test_oracle_findings(seed):
     import fuzz_graphs
