@@ -49,6 +49,15 @@ class Graph:
         exec(compile(self.source(hook is not None), "<fuzz-graph>", "exec"), scope)  # noqa: S102 - our own program
         return scope["graph"]
 
+    def slice(self, output: str) -> Graph:
+        """The steps `output` depends on, and only it as the output."""
+        needed, steps = {output}, []
+        for name, expr in reversed(self.steps):
+            if name in needed:
+                steps.append((name, expr))
+                needed |= set(re.findall(r"\b[at]\d+\b", expr))
+        return Graph(inputs=self.inputs, steps=steps[::-1], outputs=[output])
+
     def repro(self) -> str:
         """A standalone script that reproduces the graph on its inputs."""
         lines = ["import torch, torch.nn.functional as F, math, mlirc", "", self.source(), "", "inputs = ["]
@@ -464,6 +473,34 @@ def _breakdown_runs(graph: Graph, broken: dict[str, torch.Tensor]) -> list:
     return [_float64_reference(graph, substitute={n: (m, fill) for n, m in broken.items()}) for fill in BREAKDOWN_FILLS]
 
 
+def _references(
+    graph: Graph, eager_steps: dict[str, torch.Tensor], step_dtypes: dict[str, torch.dtype], expected: list
+) -> tuple[list, list[list], bool]:
+    """Per output: the float64 run's value, the perturbed runs' values, and whether
+    they ran in float64.  A graph that does not run in float64 (a float32 tensor made
+    from bools meets a widened input) is perturbed in its own dtypes, against eager's
+    values."""
+    reference_steps: dict[str, Any] = {}
+    reference = _float64_reference(graph, record=reference_steps)
+    widen = reference is not None
+    reference = list(reference if widen else expected)
+    # Two opposite perturbations: what is left of a cancellation (1e30 - 1e30 + ...)
+    # takes the noise's sign, so one draw alone flags only half of such elements; and
+    # the steps' alone, whose roundings near 0 the inputs' would drown.
+    # A periodic step (fmod(6, x) of a 6e-4 x: 10000 periods per unit) can wrap a whole
+    # perturbation back near the reference, so the steps also move by 1/4 and 1/16.
+    runs = [(d, inputs) for inputs in (True, False) for d in (WOBBLE, -WOBBLE)]
+    runs += [(sign * WOBBLE / part, False) for part in (4, 16) for sign in (1, -1)]
+    wobbles = [_float64_reference(graph, d, step_dtypes, inputs, widen) for d, inputs in runs]
+    if widen:
+        broken = _breakdowns(eager_steps, reference_steps)
+        for name, mask in _overflows(graph, eager_steps).items():
+            broken[name] = broken[name] | mask if name in broken else mask
+        wobbles += _breakdown_runs(graph, broken)
+    wobbles = [w for w in wobbles if w is not None]
+    return reference, [[w[i] for w in wobbles] for i in range(len(reference))], widen
+
+
 def check(graph: Graph) -> str | None:
     """None if mlirc agrees with eager on `graph`, else what differs."""
     step_dtypes: dict[str, torch.dtype] = {}
@@ -488,27 +525,15 @@ def check(graph: Graph) -> str | None:
     if actual.error is not None:
         text = "".join(traceback.format_exception_only(actual.error)).strip()
         return f"mlirc raised where eager did not: {text[:400]} ... {text[-600:]}"
-    reference_steps: dict[str, Any] = {}
-    reference = _float64_reference(graph, record=reference_steps)
-    # A graph that does not run in float64 (a float32 tensor made from bools meets a
-    # widened input) is perturbed in its own dtypes, against eager's own values.
-    widen = reference is not None
-    if not widen:
-        reference = expected.values
-    # Two opposite perturbations: what is left of a cancellation (1e30 - 1e30 + ...)
-    # takes the noise's sign, so one draw alone flags only half of such elements; and
-    # the steps' alone, whose roundings near 0 the inputs' would drown.
-    # A periodic step (fmod(6, x) of a 6e-4 x: 10000 periods per unit) can wrap a whole
-    # perturbation back near the reference, so the steps also move by 1/4 and 1/16.
-    runs = [(d, inputs) for inputs in (True, False) for d in (WOBBLE, -WOBBLE)]
-    runs += [(sign * WOBBLE / part, False) for part in (4, 16) for sign in (1, -1)]
-    wobbles = [_float64_reference(graph, d, step_dtypes, inputs, widen) for d, inputs in runs]
-    if widen:
-        broken = _breakdowns(eager_steps, reference_steps)
-        for name, mask in _overflows(graph, eager_steps).items():
-            broken[name] = broken[name] | mask if name in broken else mask
-        wobbles += _breakdown_runs(graph, broken)
-    wobbles = [w for w in wobbles if w is not None]
+    reference, wobbled, widened = _references(graph, eager_steps, step_dtypes, expected.values)
+    if not widened and len(graph.outputs) > 1:
+        # A step that cannot run in float64 (a scatter of float32 values made from
+        # bools into a widened tensor) need not keep the other outputs from it: each
+        # is referenced on the steps it depends on (a layer norm beside such a scatter)
+        for i, name in enumerate(graph.outputs):
+            (reference[i],), (wobbled[i],), _ = _references(
+                graph.slice(name), eager_steps, step_dtypes, [expected.values[i]]
+            )
     # A float64 result of float32 work (a float32 GEMM, then .double()) carries float32 error.
     float32_work = torch.float32 in step_dtypes.values() or any(x.dtype == torch.float32 for x in graph.inputs)
     # the promises only where eager's strides are not the answer: Dynamo traces again
@@ -517,9 +542,7 @@ def check(graph: Graph) -> str | None:
     if any(isinstance(a, torch.Tensor) and not same_strides(e.shape, a.stride(), e.stride()) for a, e in pairs):
         promised = _promised_strides(graph)
     for i, (a, e) in enumerate(zip(actual.values, expected.values, strict=True)):
-        ref = reference[i] if reference is not None else None
-        wobbled = [w[i] for w in wobbles]
-        problem = _close(a, e, ref, wobbled, promised[i], float32_work)
+        problem = _close(a, e, reference[i], wobbled[i], promised[i], float32_work)
         if problem:
             return f"output {i} ({graph.outputs[i]}): {problem}"
     return None
