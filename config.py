@@ -21,6 +21,9 @@ MLIRC_SCRATCH_MB=n   CPU buffers that never reach a result are kept from call to
 MLIRC_LLVM_OPT=n     LLVM's middle-end pipeline at -On over the CPU kernels before codegen
                      (default 3; 0 = codegen only, which is always -O3)
 MLIRC_CACHE_DIR=path where compiled GPU kernels and autotuning choices are kept (~/.cache/mlirc)
+MLIRC_DYNAMIC_SIZES=n  a graph with symbolic sizes (dynamic=True, a second batch size) is
+                     compiled at each new size it is called with, up to n sizes (default 16);
+                     further sizes run eagerly, with a warning
 
 A value outside what a variable allows is one ConfigError at import, naming the
 variable and what it allows: a typo must not silently change (or break) every compile.
@@ -116,6 +119,7 @@ SETTINGS: dict[str, Setting] = {
     "llvm_opt": Setting("MLIRC_LLVM_OPT", _int_in(0, 3), "0, 1, 2 or 3", 3),
     "scratch_mb": Setting("MLIRC_SCRATCH_MB", _int_in(0), "an integer >= 0 (0: off)", 512),
     "cache_dir": Setting("MLIRC_CACHE_DIR", _path, "a folder", None),
+    "dynamic_sizes": Setting("MLIRC_DYNAMIC_SIZES", _int_in(0), "an integer >= 0 (0: symbolic graphs run eagerly)", 16),
 }
 # Variables that are not settings of the library (the test suite's own).
 OTHER_VARIABLES = frozenset({"MLIRC_SKIP_OPINFO"})
@@ -158,6 +162,7 @@ class Config:
     llvm_opt: int = field(default_factory=lambda: read_setting("llvm_opt"))
     scratch_mb: int = field(default_factory=lambda: read_setting("scratch_mb"))
     cache_dir: str | None = field(default_factory=lambda: read_setting("cache_dir"))
+    dynamic_sizes: int = field(default_factory=lambda: read_setting("dynamic_sizes"))
 
 
 _warn_unknown(os.environ)

@@ -19,7 +19,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 
 from mlirc.config import config
 from mlirc.errors import MlircError, UnsupportedOpError
-from mlirc.frontend import partitioner
+from mlirc.frontend import dynamic, partitioner
 from mlirc.frontend.compile import compile_region
 from mlirc.frontend.decompositions import decomposition_table
 from mlirc.frontend.library_kernels import is_library_kernel
@@ -104,25 +104,58 @@ def compile_fx_graph(
     its arguments boxed (one list), which is the convention AOTAutograd expects.
     `user_outputs`: the Dynamo graph's outputs (fake tensors), whose strides the
     forward graph's results keep (see _keep_user_strides)."""
-    if user_outputs is not None:
-        _keep_user_strides(gm, user_outputs)
-    try:
-        fn = _compile_fx_graph(gm, example_inputs, autotune=mode in AUTOTUNE_MODES)
-    except Exception as err:  # partitioning failed (a region's own failure is handled in _try_compile)
-        if config.strict or _dynamo_control_flow(err):
-            raise
-        st = stats()
-        st.failed_regions += 1
-        st.fallback_nodes += _compute_nodes(gm)
-        st.fallback_ops[f"graph failed: {type(err).__name__}: {str(err)[:120]}"] += 1
-        log.debug("graph failed", exc_info=True)
-        warnings.warn(f"mlirc: a graph runs eagerly because partitioning failed: {err!r}", stacklevel=2)
-        fn = gm
+    autotune = mode in AUTOTUNE_MODES
+    if dynamic.is_symbolic(example_inputs):
+        fn = _compile_symbolic(gm, example_inputs, autotune, user_outputs)
+    else:
+        fn = _compile_static(gm, example_inputs, autotune, user_outputs)
     if mode in CUDA_GRAPH_MODES and _device_of(example_inputs).type == "cuda":
         from mlirc.backends.gpu.cudagraphs import CudaGraphed
 
         fn = CudaGraphed(fn)
     return make_boxed_func(fn)
+
+
+def _compile_static(
+    gm: fx.GraphModule, example_inputs: Sequence[Any], autotune: bool, user_outputs: list | None
+) -> Callable:
+    if user_outputs is not None:
+        _keep_user_strides(gm, user_outputs)
+    try:
+        return _compile_fx_graph(gm, example_inputs, autotune)
+    except Exception as err:  # partitioning failed (a region's own failure is handled in _try_compile)
+        return _graph_failed(gm, "partitioning", err)
+
+
+def _graph_failed(gm: fx.GraphModule, step: str, err: Exception) -> Callable:
+    if config.strict or _dynamo_control_flow(err):
+        raise err
+    st = stats()
+    st.failed_regions += 1
+    st.fallback_nodes += _compute_nodes(gm)
+    st.fallback_ops[f"graph failed: {type(err).__name__}: {str(err)[:120]}"] += 1
+    log.debug("graph failed", exc_info=True)
+    warnings.warn(f"mlirc: a graph runs eagerly because {step} failed: {err!r}", stacklevel=3)
+    return gm
+
+
+def _compile_symbolic(
+    gm: fx.GraphModule, example_inputs: Sequence[Any], autotune: bool, user_outputs: list | None
+) -> Callable:
+    """A graph with symbolic sizes, compiled per concrete size (frontend/dynamic.py);
+    the sizes Dynamo traced with are compiled now, as a static graph is."""
+
+    def compile_static(static: fx.GraphModule, tensors: list, outputs: list | None) -> Callable:
+        return _compile_static(static, tensors, autotune, outputs)
+
+    def specialize_failed(err: Exception) -> Callable:
+        return _graph_failed(gm, "specializing its symbolic sizes", err)
+
+    specialized = dynamic.SizeSpecialized(
+        gm, example_inputs, compile_static, user_outputs, decomposition_table(), specialize_failed
+    )
+    specialized.prepare(dynamic.hinted_arguments(example_inputs))
+    return specialized
 
 
 EAGER_STRIDES = "mlirc_eager_strides"  # output node meta: the strides each result must have

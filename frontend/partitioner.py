@@ -42,7 +42,9 @@ def unsupported_reason(node: fx.Node) -> str | None:
         if not shapes.is_supported_dtype(meta.dtype):
             return f"dtype {meta.dtype} not supported"
         if any(not isinstance(d, int) for d in meta.shape):
-            return "symbolic shapes not supported yet"
+            # symbolic input sizes are made static per call (frontend/dynamic.py):
+            # what is left is a size read off the data (nonzero, unique)
+            return "data-dependent sizes not supported yet"
     half = _half_input_on_cpu(node)
     if half is not None:
         return half

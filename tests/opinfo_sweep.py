@@ -7,6 +7,8 @@
     python tests/opinfo_sweep.py --ops add,softmax -v # a few ops, with reasons
     python tests/opinfo_sweep.py --device cuda --dtypes float32,float16,bfloat16
                                                       # the same sample on CUDA tensors
+    python tests/opinfo_sweep.py --dynamic --check    # torch.compile(dynamic=True): every
+                                                      # size symbolic; against the static file
 
 For each (op, dtype) all sample inputs (or the first few, in the CI sample) are
 called in one compiled function, so one compile covers the pair.  Its status is the
@@ -263,7 +265,7 @@ def _fallback_reason(stats) -> str:
     return f"{stats.failed_regions} region(s) failed to compile"
 
 
-def run_case(case: str, backend: str, max_samples: int | None, device: str = "cpu") -> Result:
+def run_case(case: str, backend: str, max_samples: int | None, device: str = "cpu", dynamic: bool = False) -> Result:
     import torch
 
     import mlirc
@@ -285,7 +287,7 @@ def run_case(case: str, backend: str, max_samples: int | None, device: str = "cp
     mlirc.reset_stats()
     torch.manual_seed(0)
     try:
-        actual = torch.compile(call_all, backend=backend)(inputs)
+        actual = torch.compile(call_all, backend=backend, dynamic=dynamic or None)(inputs)
     except Exception as err:
         return Result(case, "error", f"{type(err).__name__}: {' '.join(str(err).split())}"[:200])
     skip = UNDEFINED_OUTPUTS.get(name, ())
@@ -309,7 +311,7 @@ def run_case(case: str, backend: str, max_samples: int | None, device: str = "cp
     return Result(case, "compiled", "", elapsed)
 
 
-def worker(backend: str, max_samples: int | None, device: str) -> None:
+def worker(backend: str, max_samples: int | None, device: str, dynamic: bool = False) -> None:
     """Read case names on stdin; write one JSON result per line on stdout."""
     import logging
     import warnings
@@ -321,7 +323,7 @@ def worker(backend: str, max_samples: int | None, device: str) -> None:
     for line in sys.stdin:
         case = line.strip()
         if case:
-            out.write(json.dumps(asdict(run_case(case, backend, max_samples, device))) + "\n")
+            out.write(json.dumps(asdict(run_case(case, backend, max_samples, device, dynamic))) + "\n")
             out.flush()
 
 
@@ -329,9 +331,10 @@ def worker(backend: str, max_samples: int | None, device: str) -> None:
 
 
 class _Worker:
-    def __init__(self, backend: str, max_samples: int | None, device: str) -> None:
-        self.args = (backend, max_samples, device)
+    def __init__(self, backend: str, max_samples: int | None, device: str, dynamic: bool = False) -> None:
+        self.args = (backend, max_samples, device, dynamic)
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--backend", backend, "--device", device]
+        cmd += ["--dynamic"] if dynamic else []
         cmd += ["--full"] if max_samples is None else ["--samples", str(max_samples)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
         self.proc = subprocess.Popen(
@@ -352,10 +355,11 @@ class _Worker:
 
 
 def sweep(
-    cases: list[str], backend: str, max_samples: int | None, jobs: int, progress: bool, device: str = "cpu"
-) -> list[Result]:
+    cases: list[str], backend: str, max_samples: int | None, jobs: int, progress: bool, device: str = "cpu",
+    dynamic: bool = False,
+) -> list[Result]:  # fmt: skip
     pending, results = list(reversed(cases)), []
-    workers = [_Worker(backend, max_samples, device) for _ in range(min(jobs, len(cases)))]
+    workers = [_Worker(backend, max_samples, device, dynamic) for _ in range(min(jobs, len(cases)))]
     for w in workers:
         if pending:
             w.send(pending.pop())
@@ -456,6 +460,7 @@ def main() -> int:
     parser.add_argument("--ops", help="comma-separated op names (default: all)")
     parser.add_argument("--dtypes", default=",".join(DTYPES))
     parser.add_argument("--device", default="cpu", help="where the sample inputs live (cpu, cuda)")
+    parser.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (symbolic sizes)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--update", action="store_true", help=f"rewrite {EXPECTED.name}")
     parser.add_argument("--check", action="store_true", help=f"exit 1 if results differ from {EXPECTED.name}")
@@ -466,12 +471,14 @@ def main() -> int:
     max_samples = None if args.full else args.samples
     if args.device != "cpu" and (args.update or args.check):
         parser.error(f"{EXPECTED.name} holds the CPU sweep; --update/--check need --device cpu")
+    if args.dynamic and args.update:
+        parser.error(f"{EXPECTED.name} holds the static sweep; --dynamic checks against it, never rewrites it")
     if args.worker:
-        worker(args.backend, max_samples, args.device)
+        worker(args.backend, max_samples, args.device, args.dynamic)
         return 0
     dtypes = tuple(args.dtypes.split(","))
     cases = all_cases(set(args.ops.split(",")) if args.ops else None, dtypes, args.device)
-    results = sweep(cases, args.backend, max_samples, args.jobs, progress=args.verbose, device=args.device)
+    results = sweep(cases, args.backend, max_samples, args.jobs, args.verbose, args.device, args.dynamic)
     if args.verbose:
         for r in results:
             print(f"{r.case:45} {r.status:9} {r.seconds:6.1f}s {r.reason}")

@@ -1,0 +1,192 @@
+"""Graphs with symbolic sizes: compiled once per concrete size, behind one callable.
+
+Dynamo hands a backend a symbolic graph when a dimension is dynamic (a second size
+seen, `mark_dynamic`, `torch.compile(dynamic=True)`), and keeps only that graph in
+its cache: every later call of any size reaches it.  Running it eagerly would turn
+compilation off for good, so `SizeSpecialized` retraces the graph at each call's
+concrete sizes (its SymInt arguments become constants), compiles that static graph
+with the ordinary pipeline and keeps it under the call's sizes, strides and
+integer arguments: a kernel is only ever run at the sizes it was built for.
+
+The sizes of Dynamo's outputs are expressions in its symbols (`s0*s1`, `s0//2`);
+`bindings` reads the symbols' values off a call's arguments and `evaluate` computes
+any expression from them.  A graph that keeps seeing new sizes stops compiling them
+after `config.dynamic_sizes` and runs eagerly from then on, with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sympy
+import torch
+import torch.fx as fx
+from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw as hint_int
+
+from mlirc.config import config
+
+log = logging.getLogger(__name__)
+
+
+def is_symbolic(example_inputs: Sequence[Any]) -> bool:
+    """Whether any argument is a SymInt or a tensor with a symbolic size or stride."""
+    for x in example_inputs:
+        if isinstance(x, torch.SymInt):
+            return True
+        if isinstance(x, torch.Tensor) and not all(isinstance(d, int) for d in (*x.shape, *x.stride())):
+            return True
+    return False
+
+
+def bindings(example_inputs: Sequence[Any], args: Sequence[Any]) -> dict[sympy.Symbol, int]:
+    """The value of each of Dynamo's size symbols in a call with `args`: read off the
+    SymInt arguments and the tensors' sizes and strides that are a bare symbol."""
+    found: dict[sympy.Symbol, int] = {}
+
+    def bind(symbolic: Any, value: int) -> None:
+        if isinstance(symbolic, torch.SymInt) and isinstance(symbolic.node.expr, sympy.Symbol):
+            found[symbolic.node.expr] = int(value)
+
+    for example, arg in zip(example_inputs, args, strict=True):
+        if isinstance(example, torch.Tensor) and isinstance(arg, torch.Tensor):
+            for symbolic, value in zip((*example.shape, *example.stride()), (*arg.shape, *arg.stride()), strict=True):
+                bind(symbolic, value)
+        else:
+            bind(example, arg)
+    return found
+
+
+def evaluate(size: int | torch.SymInt, symbols: dict[sympy.Symbol, int]) -> int:
+    """A size Dynamo wrote as an expression in its symbols, at their values."""
+    if isinstance(size, int):
+        return size
+    value = sympy.sympify(sympy.sympify(size.node.expr).xreplace(symbols))
+    if not value.is_number:
+        raise ValueError(f"size {size.node.expr} depends on symbols no argument binds: {value.free_symbols}")
+    return int(value)
+
+
+def call_key(args: Sequence[Any]) -> tuple:
+    """What a static compile depends on: tensors' sizes, strides, dtypes and devices,
+    and the value of every other argument (the SymInts)."""
+    return tuple(
+        (tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else ("value", a) for a in args
+    )
+
+
+def hinted_arguments(example_inputs: Sequence[Any]) -> list[Any]:
+    """Arguments of the sizes Dynamo traced with (its hints): the first call's."""
+    args: list[Any] = []
+    for x in example_inputs:
+        if isinstance(x, torch.SymInt):
+            args.append(hint_int(x))
+        elif isinstance(x, torch.Tensor):
+            size = [hint_int(d) for d in x.shape]
+            stride = [hint_int(d) for d in x.stride()]
+            with unset_fake_temporarily():
+                args.append(torch.empty_strided(size, stride, dtype=x.dtype, device=x.device))
+        else:
+            args.append(x)
+    return args
+
+
+def specialize(gm: fx.GraphModule, args: Sequence[Any], decompositions: dict) -> fx.GraphModule:
+    """`gm` at the sizes of `args`: a static graph over its tensor arguments, its
+    SymInt arguments folded in as the constants they are in this call."""
+    positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+    def static(*tensors: torch.Tensor) -> Any:
+        full = list(args)
+        for i, t in zip(positions, tensors, strict=True):
+            full[i] = t
+        return gm(*full)
+
+    # Its own fake mode with static shapes, out of Dynamo's tracing context: in
+    # Dynamo's shape environment the inputs would get fresh symbols, which its guards
+    # then cannot name
+    with unset_fake_temporarily(), torch._guards.tracing(None):
+        mode = FakeTensorMode()
+        fakes = [mode.from_tensor(args[i], static_shapes=True) for i in positions]
+        with mode:
+            traced = make_fx(static, decomposition_table=decompositions)(*fakes)
+    traced.graph.eliminate_dead_code()  # the unused results of multi-result ops (pooling's indices)
+    traced.recompile()
+    return traced
+
+
+def static_outputs(user_outputs: list | None, symbols: dict[sympy.Symbol, int]) -> list | None:
+    """Dynamo's outputs (fake tensors of symbolic sizes and strides) at one call's
+    sizes, as meta tensors: the strides the results must have (eager's)."""
+    if user_outputs is None:
+        return None
+    outputs: list[Any] = []
+    for out in user_outputs:
+        if not isinstance(out, torch.Tensor):
+            outputs.append(out)
+            continue
+        size = [evaluate(d, symbols) for d in out.shape]
+        stride = [evaluate(d, symbols) for d in out.stride()]
+        outputs.append(torch.empty_strided(size, stride, dtype=out.dtype, device="meta"))
+    return outputs
+
+
+StaticCompiler = Callable[[fx.GraphModule, list, "list | None"], Callable]
+
+
+class SizeSpecialized:
+    """A symbolic graph's callable: a static compile per concrete call signature."""
+
+    def __init__(
+        self, gm: fx.GraphModule, example_inputs: Sequence[Any], compile_static: StaticCompiler, user_outputs: list | None,
+        decompositions: dict, failed: Callable[[Exception], Callable],
+    ) -> None:  # fmt: skip
+        self.failed = failed  # what runs a size whose graph could not be made static (eagerly)
+        self.gm = gm
+        self.example_inputs = list(example_inputs)
+        self.compile_static = compile_static
+        self.user_outputs = user_outputs
+        self.decompositions = decompositions
+        self.compiled: dict[tuple, Callable] = {}
+        self.warned = False
+
+    def prepare(self, args: Sequence[Any]) -> Callable:
+        """The static compile for `args`' signature (compiled now if new)."""
+        key = call_key(args)
+        fn = self.compiled.get(key)
+        if fn is not None:
+            return fn
+        if len(self.compiled) >= config.dynamic_sizes:
+            if not self.warned:
+                self.warned = True
+                warnings.warn(
+                    f"mlirc: a graph with symbolic sizes has been compiled at {len(self.compiled)} sizes "
+                    f"(MLIRC_DYNAMIC_SIZES); new sizes run eagerly",
+                    stacklevel=3,
+                )
+            return lambda *a: self.gm(*a)
+        try:
+            symbols = bindings(self.example_inputs, args)
+            static = specialize(self.gm, args, self.decompositions)
+            outputs = static_outputs(self.user_outputs, symbols)
+        except Exception as err:  # noqa: BLE001 - no internal error reaches the user
+            fn = self.compiled[key] = self.failed(err)
+            return fn
+        log.debug("compiling a symbolic graph at %s", key)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        fn = self.compiled[key] = _tensors_only(self.compile_static(static, tensors, outputs))
+        return fn
+
+    def __call__(self, *args: Any) -> Any:
+        return self.prepare(args)(*args)
+
+
+def _tensors_only(fn: Callable) -> Callable:
+    def call(*args: Any) -> Any:
+        return fn(*[a for a in args if isinstance(a, torch.Tensor)])
+
+    return call
