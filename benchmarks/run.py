@@ -3,6 +3,7 @@
     python benchmarks/run.py                    # every case, each in its own process
     python benchmarks/run.py mlp softmax_512x1024 --repeat 50 --markdown out.md
     python benchmarks/run.py --results benchmarks/results   # + <host>.md and <host>.png
+    python benchmarks/run.py --dynamic          # every backend with torch.compile(dynamic=True)
 
 Peers at their documented settings: Inductor both default and with `freezing`
 (Inductor's advice for CPU inference: weights become constants, batch norm folds
@@ -165,13 +166,14 @@ def _iree_available() -> bool:
     return True
 
 
-def _run_isolated(name: str, repeat: int) -> dict:
+def _run_isolated(name: str, repeat: int, dynamic: bool = False) -> dict:
     """One process per case and backend group: no cache or allocator state leaks."""
     row: dict = {"case": name, "backends": {}}
     for group in PROCESS_GROUPS:
         with tempfile.TemporaryDirectory(prefix="mlirc-bench-") as cache:
             env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "TRITON_CACHE_DIR": cache}
             cmd = [sys.executable, str(Path(__file__).resolve()), name, "--repeat", str(repeat)]
+            cmd += ["--dynamic"] if dynamic else []
             proc = subprocess.run([*cmd, "--json-only", ",".join(group)], env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             reason = (proc.stderr.strip().splitlines() or ["crashed"])[-1]
@@ -306,8 +308,14 @@ def main() -> None:
         nargs="+",
         help="no runs: merge these results .json files (parts of one suite run) into --results",
     )
+    parser.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (symbolic sizes)")
     parser.add_argument("--json-only", metavar="BACKENDS", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    settings = SETTINGS
+    if args.dynamic:
+        for compile_args in COMPILE_ARGS.values():
+            compile_args["dynamic"] = True
+        settings += "; every backend with dynamic=True"
     names = args.cases or list(CASES)
     unknown = [n for n in names if n not in CASES]
     if unknown:
@@ -322,12 +330,12 @@ def main() -> None:
         return
     rows = []
     for name in names:
-        row = _run_isolated(name, args.repeat)
+        row = _run_isolated(name, args.repeat, args.dynamic)
         rows.append(row)
         print(f"{name}: done" + (f" (error: {row['error']})" if "error" in row else ""), file=sys.stderr)
     command = "python benchmarks/run.py " + " ".join(sys.argv[1:])
     header = (
-        f"{machine()}; medians of {args.repeat} interleaved rounds after warm-up; {SETTINGS}; last made by `{command}`"
+        f"{machine()}; medians of {args.repeat} interleaved rounds after warm-up; {settings}; last made by `{command}`"
     )
     text = f"{header}\n\n{table(rows)}"
     print(text)

@@ -178,15 +178,35 @@ class SizeSpecialized:
             return fn
         log.debug("compiling a symbolic graph at %s", key)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        fn = self.compiled[key] = _tensors_only(self.compile_static(static, tensors, outputs))
+        constants = _take_constant_outputs(static)
+        if outputs is not None:
+            outputs = [out for out, constant in zip(outputs, constants, strict=True) if constant is None]
+        compiled = self.compile_static(static, tensors, outputs)
+        fn = self.compiled[key] = _tensors_only(compiled, constants)
         return fn
 
     def __call__(self, *args: Any) -> Any:
         return self.prepare(args)(*args)
 
 
-def _tensors_only(fn: Callable) -> Callable:
+def _take_constant_outputs(gm: fx.GraphModule) -> list:
+    """Results that are constants at these sizes (a size Dynamo returns: `x.shape[0] * 3`)
+    leave the graph: per result, None where the graph still returns it, else
+    ("constant", value)."""
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    results = list(output.args[0])
+    constants = [None if isinstance(r, fx.Node) else ("constant", r) for r in results]
+    if any(constants):
+        output.args = (tuple(r for r in results if isinstance(r, fx.Node)),)
+        gm.recompile()
+    return constants
+
+
+def _tensors_only(fn: Callable, constants: list) -> Callable:
+    """`fn` over a call's tensor arguments, with the constant results put back."""
+
     def call(*args: Any) -> Any:
-        return fn(*[a for a in args if isinstance(a, torch.Tensor)])
+        results = iter(fn(*[a for a in args if isinstance(a, torch.Tensor)]))
+        return tuple(next(results) if constant is None else constant[1] for constant in constants)
 
     return call

@@ -194,3 +194,20 @@ def test_cuda_batch_sizes_and_sequences():
         q, k, v = (torch.randn(2, 4, seq, 16, device="cuda") for _ in range(3))
         torch.testing.assert_close(fn(q, k, v), attention(q, k, v), rtol=1e-4, atol=1e-4)
     assert_compiled_everything()
+
+
+def test_sizes_among_the_results():
+    """At one call's sizes a SymInt result is a constant: it leaves the compiled graph
+    and is put back in its place."""
+
+    def fn(x, y):
+        return x * 2, x.shape[0] * 3, torch.cat([x, y]).cumsum(0)[: x.shape[0] + 1]
+
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for n, m in ((3, 4), (5, 2), (2, 9)):
+        x, y = torch.randn(n, 3), torch.randn(m, 3)
+        actual, expected = compiled(x, y), fn(x, y)
+        assert actual[1] == expected[1]
+        torch.testing.assert_close(actual[0], expected[0])
+        torch.testing.assert_close(actual[2], expected[2])
+    assert_compiled_everything()
