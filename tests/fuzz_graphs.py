@@ -3,6 +3,7 @@
     python tests/fuzz_graphs.py --count 2000 --seed 1            # CPU
     python tests/fuzz_graphs.py --count 500 --device cuda --jobs 8
     python tests/fuzz_graphs.py --replay 17 --seed 1             # print one graph, run it
+    python tests/fuzz_graphs.py --count 500 --dynamic            # compiled with dynamic=True
 
 Each graph is 1-12 ops drawn from what mlirc lowers (elementwise, reductions,
 views, indexing, scatters, scans, GEMMs, convolutions, pooling, norms, casts), on
@@ -28,6 +29,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import fuzz_oracle
 import torch
 import torch.nn.functional as F
 from fuzz_minimize import minimize
@@ -533,7 +535,9 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--replay", type=int, help="print and check one graph (its seed as the fuzzer printed it)")
     parser.add_argument("--no-minimize", action="store_true")
+    parser.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (symbolic sizes)")
     args = parser.parse_args()
+    fuzz_oracle.DYNAMIC = args.dynamic
     import mlirc  # noqa: F401 - registers the backend
 
     if args.replay is not None:

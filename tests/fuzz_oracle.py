@@ -375,6 +375,7 @@ def _close(
     return f"values differ at {where}: mlirc {a[tuple(where)].item()!r}, eager {e[tuple(where)].item()!r}"
 
 
+DYNAMIC = False  # compile with dynamic=True: every size symbolic (fuzz_graphs.py --dynamic)
 CHECK_STRIDES = True  # outputs keep eager's strides (mlirc.dialects.layouts)
 
 
@@ -515,7 +516,7 @@ def check(graph: Graph) -> str | None:
     expected = _run(graph.function(record), graph.inputs)
     fn = graph.function()
     torch._dynamo.reset()
-    actual = _run(torch.compile(fn, backend="mlirc"), graph.inputs)
+    actual = _run(torch.compile(fn, backend="mlirc", dynamic=DYNAMIC or None), graph.inputs)
     if expected.error is not None:
         if actual.error is None:
             return f"eager raised {type(expected.error).__name__}: {expected.error}; mlirc returned"
