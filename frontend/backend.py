@@ -151,9 +151,7 @@ def _compile_symbolic(
     def specialize_failed(err: Exception) -> Callable:
         return _graph_failed(gm, "specializing its symbolic sizes", err)
 
-    specialized = dynamic.SizeSpecialized(
-        gm, example_inputs, compile_static, user_outputs, decomposition_table(), specialize_failed
-    )
+    specialized = dynamic.SizeSpecialized(gm, example_inputs, compile_static, user_outputs, specialize_failed)
     specialized.prepare(dynamic.hinted_arguments(example_inputs))
     return specialized
 

@@ -27,6 +27,7 @@ import torch.fx as fx
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw as hint_int
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from mlirc.config import config
 
@@ -95,9 +96,11 @@ def hinted_arguments(example_inputs: Sequence[Any]) -> list[Any]:
     return args
 
 
-def specialize(gm: fx.GraphModule, args: Sequence[Any], decompositions: dict) -> fx.GraphModule:
+def specialize(gm: fx.GraphModule, args: Sequence[Any]) -> tuple[fx.GraphModule, list]:
     """`gm` at the sizes of `args`: a static graph over its tensor arguments, its
-    SymInt arguments folded in as the constants they are in this call."""
+    SymInt arguments folded in as the constants they are in this call; and, per
+    result, None or where it views a tensor argument (`_input_views`).  The graph is
+    AOTAutograd's, decomposed already: retracing keeps its ops."""
     positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
 
     def static(*tensors: torch.Tensor) -> Any:
@@ -113,10 +116,29 @@ def specialize(gm: fx.GraphModule, args: Sequence[Any], decompositions: dict) ->
         mode = FakeTensorMode()
         fakes = [mode.from_tensor(args[i], static_shapes=True) for i in positions]
         with mode:
-            traced = make_fx(static, decomposition_table=decompositions)(*fakes)
+            traced = make_fx(static)(*fakes)
+        views = _input_views(traced, fakes)
     traced.graph.eliminate_dead_code()  # the unused results of multi-result ops (pooling's indices)
     traced.recompile()
-    return traced
+    return traced, views
+
+
+def _input_views(gm: fx.GraphModule, fakes: list[torch.Tensor]) -> list:
+    """Per result: (argument index, size, stride, storage offset) where it is a view
+    of a tensor argument, else None.  AOTAutograd rebuilds such a result from the
+    argument with the compiled result's layout, read off the tensor when sizes are
+    symbolic: a copy's offset 0 made every chunk() but the first the first one."""
+    storages = [StorageWeakRef(f.untyped_storage()) for f in fakes]
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    views: list = []
+    for result in output.args[0]:
+        val = result.meta.get("val") if isinstance(result, fx.Node) else None
+        if not isinstance(val, torch.Tensor) or StorageWeakRef(val.untyped_storage()) not in storages:
+            views.append(None)
+            continue
+        index = storages.index(StorageWeakRef(val.untyped_storage()))
+        views.append((index, tuple(val.shape), val.stride(), val.storage_offset()))
+    return views
 
 
 def static_outputs(user_outputs: list | None, symbols: dict[sympy.Symbol, int]) -> list | None:
@@ -143,14 +165,13 @@ class SizeSpecialized:
 
     def __init__(
         self, gm: fx.GraphModule, example_inputs: Sequence[Any], compile_static: StaticCompiler, user_outputs: list | None,
-        decompositions: dict, failed: Callable[[Exception], Callable],
+        failed: Callable[[Exception], Callable],
     ) -> None:  # fmt: skip
         self.failed = failed  # what runs a size whose graph could not be made static (eagerly)
         self.gm = gm
         self.example_inputs = list(example_inputs)
         self.compile_static = compile_static
         self.user_outputs = user_outputs
-        self.decompositions = decompositions
         self.compiled: dict[tuple, Callable] = {}
         self.warned = False
 
@@ -171,7 +192,7 @@ class SizeSpecialized:
             return lambda *a: self.gm(*a)
         try:
             symbols = bindings(self.example_inputs, args)
-            static = specialize(self.gm, args, self.decompositions)
+            static, views = specialize(self.gm, args)
             outputs = static_outputs(self.user_outputs, symbols)
         except Exception as err:  # noqa: BLE001 - no internal error reaches the user
             fn = self.compiled[key] = self.failed(err)
@@ -182,7 +203,7 @@ class SizeSpecialized:
         if outputs is not None:
             outputs = [out for out, constant in zip(outputs, constants, strict=True) if constant is None]
         compiled = self.compile_static(static, tensors, outputs)
-        fn = self.compiled[key] = _tensors_only(compiled, constants)
+        fn = self.compiled[key] = _tensors_only(compiled, constants, views)
         return fn
 
     def __call__(self, *args: Any) -> Any:
@@ -202,11 +223,18 @@ def _take_constant_outputs(gm: fx.GraphModule) -> list:
     return constants
 
 
-def _tensors_only(fn: Callable, constants: list) -> Callable:
-    """`fn` over a call's tensor arguments, with the constant results put back."""
+def _tensors_only(fn: Callable, constants: list, views: list) -> Callable:
+    """`fn` over a call's tensor arguments, with the constant results put back and
+    the views of arguments made as views of them."""
 
     def call(*args: Any) -> Any:
-        results = iter(fn(*[a for a in args if isinstance(a, torch.Tensor)]))
-        return tuple(next(results) if constant is None else constant[1] for constant in constants)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        results = iter(fn(*tensors))
+        out = [next(results) if constant is None else constant[1] for constant in constants]
+        for i, view in enumerate(views):
+            if view is not None:
+                index, size, stride, offset = view
+                out[i] = tensors[index].as_strided(size, stride, offset)
+        return tuple(out)
 
     return call

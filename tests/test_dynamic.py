@@ -211,3 +211,35 @@ def test_sizes_among_the_results():
         torch.testing.assert_close(actual[0], expected[0])
         torch.testing.assert_close(actual[2], expected[2])
     assert_compiled_everything()
+
+
+def test_views_of_inputs_keep_their_offsets():
+    """AOTAutograd rebuilds a result that views an input from the compiled result's
+    layout when sizes are symbolic; a copy's storage offset 0 made every chunk the
+    first one (OpInfo --dynamic: chunk, split, __getitem__, as_strided)."""
+
+    def fn(x):
+        return (*torch.chunk(x, 3, 1), x[1:, 2:].t(), x.as_strided((2, 2), (3, 1), 4))
+
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for shape in ((5, 10), (4, 7), (6, 13)):
+        x = torch.randn(shape)
+        for actual, expected in zip(compiled(x), fn(x), strict=True):
+            assert actual.storage_offset() == expected.storage_offset()
+            assert actual.stride() == expected.stride()
+            torch.testing.assert_close(actual, expected)
+            assert actual.data_ptr() - actual.storage_offset() * 4 == x.data_ptr()  # a view, as eager's
+
+
+def test_decompositions_under_symbolic_sizes():
+    """softplus, linspace and addcmul decompose to prims.convert_element_type when
+    sizes are symbolic (aten._to_copy when static): both lower."""
+
+    def fn(x, y):
+        return F.softplus(x, beta=2.0) + torch.addcmul(x, x, y, value=0.5) + F.hardshrink(y)
+
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for n in (3, 8, 17):
+        x, y = torch.randn(n, 5), torch.randn(n, 5)
+        torch.testing.assert_close(compiled(x, y), fn(x, y))
+    assert_compiled_everything()

@@ -333,6 +333,7 @@ def _clamp(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 @register(
     aten._to_copy.default,
+    torch.ops.prims.convert_element_type.default,  # what decompositions emit under symbolic sizes
     check=lambda n: None if n.kwargs.get("device") in (None, node_meta(n.args[0]).device) else "device change",
 )
 def _to_copy(lctx: LoweringContext, node: fx.Node) -> ir.Value:
