@@ -200,8 +200,10 @@ class SizeSpecialized:
         log.debug("compiling a symbolic graph at %s", key)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         constants = _take_constant_outputs(static)
-        if outputs is not None:
+        if outputs is not None and len(outputs) == len(constants):
             outputs = [out for out, constant in zip(outputs, constants, strict=True) if constant is None]
+        else:  # the graph returns more than Dynamo's outputs (a batch norm's updated statistics)
+            outputs = None
         compiled = self.compile_static(static, tensors, outputs)
         fn = self.compiled[key] = _tensors_only(compiled, constants, views)
         return fn

@@ -243,3 +243,16 @@ def test_decompositions_under_symbolic_sizes():
         x, y = torch.randn(n, 5), torch.randn(n, 5)
         torch.testing.assert_close(compiled(x, y), fn(x, y))
     assert_compiled_everything()
+
+
+def test_graphs_returning_more_than_dynamos_outputs():
+    """A training-mode batch norm's graph also returns the updated running statistics:
+    more results than Dynamo's outputs, whose strides are then not applied."""
+    bn = torch.nn.BatchNorm2d(3)
+    reference = torch.nn.BatchNorm2d(3)
+    compiled = torch.compile(bn, backend="mlirc", dynamic=True)
+    for n in (2, 5):
+        x = torch.randn(n, 3, 4, 5)
+        torch.testing.assert_close(compiled(x), reference(x), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(bn.running_mean, reference.running_mean)
+    assert not any("zip" in reason for reason in mlirc.stats().fallback_ops), mlirc.stats().summary()
