@@ -1,7 +1,10 @@
 """Eager vs Inductor vs mlirc on CUDA: the models at GPU batch sizes and the GPU
 issue's microbenchmarks, in one process, one run.
 
-    python benchmarks/gpu_bench.py [out_dir] [--cases a,b] [--backends eager,mlirc]
+    python benchmarks/gpu_bench.py [out_dir] [--cases a,b] [--backends eager,mlirc] [--dynamic]
+
+With --dynamic every compiler gets torch.compile(dynamic=True) (symbolic sizes) and
+the files are named gpu-<device>-dynamic.md/.json.
 
 Times are medians of `triton.testing.do_bench` (CUDA events, L2 flushed between
 calls, after warm-up).  Bandwidths count each tensor read or written once.  The
@@ -88,14 +91,16 @@ def _micro_cases() -> dict[str, tuple[Callable, tuple, float]]:
 GENERATED_GEMM = {"bf16_mm_4096_tt": "bf16_mm_4096"}
 
 
-def run_case(name: str, fn: Callable, args: tuple, backends: list[str], mode: str | None = None) -> dict:
+def run_case(
+    name: str, fn: Callable, args: tuple, backends: list[str], mode: str | None = None, dynamic: bool | None = None
+) -> dict:
     row: dict = {"case": name if mode is None else f"{name} ({mode})"}
     with torch.no_grad():
         expected = fn(*args)
         for backend in backends:
             torch._dynamo.reset()
             mlirc.reset_stats()
-            compiled = fn if backend == "eager" else torch.compile(fn, backend=backend, mode=mode)
+            compiled = fn if backend == "eager" else torch.compile(fn, backend=backend, mode=mode, dynamic=dynamic)
             start = time.perf_counter()
             try:
                 result = compiled(*args)
@@ -172,6 +177,7 @@ def main() -> None:
     p.add_argument("out_dir", nargs="?")
     p.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     p.add_argument("--backends", default=",".join(BACKENDS))
+    p.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (symbolic sizes)")
     args = p.parse_args()
     backends = args.backends.split(",")
     torch.manual_seed(0)
@@ -186,14 +192,14 @@ def main() -> None:
         fn, inputs = (micro[source][0], micro[source][1]) if source in micro else _gpu_sized(base)
         run = ["eager"] if base.startswith("copy") else backends
         config.gpu_gemm = "generated" if base in GENERATED_GEMM else "auto"
-        rows.append(run_case(base, fn, inputs, run, mode or None))
+        rows.append(run_case(base, fn, inputs, run, mode or None, True if args.dynamic else None))
         print(json.dumps(rows[-1]), flush=True)
     device = torch.cuda.get_device_name()
-    text = table(rows, backends, device)
+    text = table(rows, backends, device + (", every compiler with dynamic=True" if args.dynamic else ""))
     if args.out_dir:
         out = Path(args.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        stem = "gpu-" + re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
+        stem = "gpu-" + re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") + ("-dynamic" if args.dynamic else "")
         (out / f"{stem}.md").write_text(text + "\n")
         (out / f"{stem}.json").write_text(json.dumps(rows, indent=1))
     print(text)

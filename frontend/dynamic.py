@@ -17,6 +17,7 @@ after `config.dynamic_sizes` and runs eagerly from then on, with a warning.
 from __future__ import annotations
 
 import logging
+import operator
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,12 +27,16 @@ import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 from torch.fx.experimental.proxy_tensor import make_fx
-from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw as hint_int
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from mlirc.config import config
 
 log = logging.getLogger(__name__)
+
+try:  # torch >= 2.12 renamed it; the GPU host runs 2.11
+    from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw as hint_int
+except ImportError:
+    from torch.fx.experimental.symbolic_shapes import hint_int
 
 
 def is_symbolic(example_inputs: Sequence[Any]) -> bool:
@@ -72,12 +77,20 @@ def evaluate(size: int | torch.SymInt, symbols: dict[sympy.Symbol, int]) -> int:
     return int(value)
 
 
-def call_key(args: Sequence[Any]) -> tuple:
-    """What a static compile depends on: tensors' sizes, strides, dtypes and devices,
-    and the value of every other argument (the SymInts)."""
-    return tuple(
-        (tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else ("value", a) for a in args
-    )
+def call_key(example_inputs: Sequence[Any]) -> Callable[[Sequence[Any]], tuple]:
+    """What a static compile depends on beyond Dynamo's guards, as a function of a
+    call's arguments: the sizes and strides of the tensors whose layout is symbolic,
+    and the value of every argument that is not a tensor (the SymInts).  Dynamo
+    calls the graph only where its guards hold, and they fix the rest (dtypes,
+    devices, static sizes and strides); keying on the symbolic parts alone keeps the
+    per-call cost independent of the number of weights."""
+    symbolic = tuple(i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor) and is_symbolic([x]))
+    values = tuple(i for i, x in enumerate(example_inputs) if not isinstance(x, torch.Tensor))
+
+    def key(args: Sequence[Any]) -> tuple:
+        return (*((args[i].shape, args[i].stride()) for i in symbolic), *(args[i] for i in values))
+
+    return key
 
 
 def hinted_arguments(example_inputs: Sequence[Any]) -> list[Any]:
@@ -173,11 +186,12 @@ class SizeSpecialized:
         self.compile_static = compile_static
         self.user_outputs = user_outputs
         self.compiled: dict[tuple, Callable] = {}
+        self.key = call_key(example_inputs)
         self.warned = False
 
     def prepare(self, args: Sequence[Any]) -> Callable:
         """The static compile for `args`' signature (compiled now if new)."""
-        key = call_key(args)
+        key = self.key(args)
         fn = self.compiled.get(key)
         if fn is not None:
             return fn
@@ -198,18 +212,20 @@ class SizeSpecialized:
             fn = self.compiled[key] = self.failed(err)
             return fn
         log.debug("compiling a symbolic graph at %s", key)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        tensors = [args[i] for i in positions]
         constants = _take_constant_outputs(static)
         if outputs is not None and len(outputs) == len(constants):
             outputs = [out for out, constant in zip(outputs, constants, strict=True) if constant is None]
         else:  # the graph returns more than Dynamo's outputs (a batch norm's updated statistics)
             outputs = None
         compiled = self.compile_static(static, tensors, outputs)
-        fn = self.compiled[key] = _tensors_only(compiled, constants, views)
+        fn = self.compiled[key] = _tensors_only(compiled, len(args), positions, constants, views)
         return fn
 
     def __call__(self, *args: Any) -> Any:
-        return self.prepare(args)(*args)
+        fn = self.compiled.get(self.key(args))
+        return (fn or self.prepare(args))(*args)
 
 
 def _take_constant_outputs(gm: fx.GraphModule) -> list:
@@ -225,18 +241,23 @@ def _take_constant_outputs(gm: fx.GraphModule) -> list:
     return constants
 
 
-def _tensors_only(fn: Callable, constants: list, views: list) -> Callable:
-    """`fn` over a call's tensor arguments, with the constant results put back and
-    the views of arguments made as views of them."""
+def _tensors_only(fn: Callable, arity: int, positions: list[int], constants: list, views: list) -> Callable:
+    """`fn` over a call's tensor arguments (at `positions` of `arity`), with the
+    constant results put back and the views of arguments made as views of them."""
+    if not any(constants) and not any(views):  # the common case, at little per-call cost
+        if positions == list(range(arity)):
+            return fn
+        if len(positions) > 1:
+            pick = operator.itemgetter(*positions)
+            return lambda *args: fn(*pick(args))
+    viewed = [(i, view) for i, view in enumerate(views) if view is not None]
 
     def call(*args: Any) -> Any:
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        tensors = [args[i] for i in positions]
         results = iter(fn(*tensors))
         out = [next(results) if constant is None else constant[1] for constant in constants]
-        for i, view in enumerate(views):
-            if view is not None:
-                index, size, stride, offset = view
-                out[i] = tensors[index].as_strided(size, stride, offset)
+        for i, (index, size, stride, offset) in viewed:
+            out[i] = tensors[index].as_strided(size, stride, offset)
         return tuple(out)
 
     return call
