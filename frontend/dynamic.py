@@ -26,6 +26,7 @@ import sympy
 import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
+from torch.fx.experimental import symbolic_shapes
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.multiprocessing.reductions import StorageWeakRef
 
@@ -33,10 +34,13 @@ from mlirc.config import config
 
 log = logging.getLogger(__name__)
 
-try:  # torch >= 2.12 renamed it; the GPU host runs 2.11
-    from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw as hint_int
-except ImportError:
-    from torch.fx.experimental.symbolic_shapes import hint_int
+# A backed size's value at the traced call: torch 2.12 renamed it, and 2.11 (the GPU
+# host's) warns that hint_int is deprecated for size_hint.
+hint_int = next(
+    getattr(symbolic_shapes, name)
+    for name in ("guarding_hint_or_throw", "size_hint", "hint_int")
+    if hasattr(symbolic_shapes, name)
+)
 
 
 def is_symbolic(example_inputs: Sequence[Any]) -> bool:
