@@ -3,11 +3,13 @@ issue's microbenchmarks, in one process, one run.
 
     python benchmarks/gpu_bench.py [out_dir] [--cases a,b] [--backends eager,mlirc] [--dynamic]
 
-With --dynamic every compiler gets torch.compile(dynamic=True) (symbolic sizes) and
-the files are named gpu-<device>-dynamic.md/.json.
+With --dynamic every compiler gets torch.compile(dynamic=True) (symbolic sizes), a
+column mlirc-static times mlirc without it in the same rounds, and the files are
+named gpu-<device>-dynamic.md/.json.
 
-Times are medians of `triton.testing.do_bench` (CUDA events, L2 flushed between
-calls, after warm-up).  Bandwidths count each tensor read or written once.  The
+Times are medians over interleaved rounds (backends take turns) of
+`triton.testing.do_bench` medians (CUDA events, L2 flushed between calls, after
+warm-up).  Bandwidths count each tensor read or written once.  The
 table goes to stdout (last) and, with out_dir, to out_dir/gpu-<device>.md/.json.
 """
 
@@ -17,6 +19,7 @@ import argparse
 import json
 import math
 import re
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -40,10 +43,25 @@ MAX_AUTOTUNE = ("bf16_linear_gelu_8192x4096@max-autotune-no-cudagraphs",)
 BACKENDS = ("eager", "inductor", "mlirc")
 
 
-def _bench_ms(fn: Callable, args: tuple) -> float:
+ROUNDS = 5  # interleaved: each round times every backend once, in a rotating order
+
+
+def _bench_ms(fn: Callable, args: tuple, rep_ms: int = 200 // ROUNDS) -> float:
     from triton.testing import do_bench
 
-    return do_bench(lambda: fn(*args), warmup=25, rep=200, return_mode="median")
+    return do_bench(lambda: fn(*args), warmup=10, rep=rep_ms, return_mode="median")
+
+
+def _interleaved_ms(fns: dict[str, Callable], args: tuple) -> dict[str, float]:
+    """Median over rounds of each function's do_bench median.  Launch-bound models
+    move by 2x between minutes on the GPU host (its CPU launches the kernels), so
+    backends take turns, as benchmarks/run.py's do, instead of one after another."""
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for round_ in range(ROUNDS):
+        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            samples[name].append(_bench_ms(fns[name], args))
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def _max_error(actual: object, expected: object) -> float:
@@ -94,13 +112,17 @@ GENERATED_GEMM = {"bf16_mm_4096_tt": "bf16_mm_4096"}
 def run_case(
     name: str, fn: Callable, args: tuple, backends: list[str], mode: str | None = None, dynamic: bool | None = None
 ) -> dict:
+    """`mlirc-static` is mlirc without `dynamic` (with --dynamic: the static baseline
+    timed in the same rounds)."""
     row: dict = {"case": name if mode is None else f"{name} ({mode})"}
+    ready: dict[str, Callable] = {}
     with torch.no_grad():
         expected = fn(*args)
+        torch._dynamo.reset()  # once: every backend's entry stays for the timing rounds
         for backend in backends:
-            torch._dynamo.reset()
             mlirc.reset_stats()
-            compiled = fn if backend == "eager" else torch.compile(fn, backend=backend, mode=mode, dynamic=dynamic)
+            compiler, dyn = ("mlirc", None) if backend == "mlirc-static" else (backend, dynamic)
+            compiled = fn if backend == "eager" else torch.compile(fn, backend=compiler, mode=mode, dynamic=dyn)
             start = time.perf_counter()
             try:
                 result = compiled(*args)
@@ -112,12 +134,14 @@ def run_case(
                 compiled(*args)  # the second call captures the CUDA graph
                 result = compiled(*args)  # a replay
             entry = {"compile_s": compile_s, "max_rel_error": _max_error(result, expected)}
-            torch.cuda.synchronize()
-            entry["ms"] = _bench_ms(compiled, args)
-            if backend == "mlirc":
+            if backend.startswith("mlirc"):
                 entry["fallback_nodes"] = mlirc.stats().fallback_nodes
                 entry["failed_regions"] = mlirc.stats().failed_regions
             row[backend] = entry
+            ready[backend] = compiled
+        torch.cuda.synchronize()
+        for backend, ms in _interleaved_ms(ready, args).items():
+            row[backend]["ms"] = ms
     return row
 
 
@@ -179,7 +203,7 @@ def main() -> None:
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (symbolic sizes)")
     args = p.parse_args()
-    backends = args.backends.split(",")
+    backends = args.backends.split(",") + (["mlirc-static"] if args.dynamic and "mlirc" in args.backends else [])
     torch.manual_seed(0)
     # as benchmarks/run.py: eager and the compilers run the same (standard) attention
     torch.backends.mha.set_fastpath_enabled(False)

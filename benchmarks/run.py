@@ -46,6 +46,8 @@ COMPILE_ARGS = {
     "inductor-freezing": {"backend": "inductor", "options": {"freezing": True}},
     "iree": {"backend": "turbine_cpu"},
     "mlirc": {"backend": "mlirc"},
+    # with --dynamic: mlirc without it, timed in the same rounds as mlirc with it
+    "mlirc-static": {"backend": "mlirc"},
 }
 # What the table's header says of each peer's settings.
 SETTINGS = (
@@ -117,6 +119,12 @@ def _first_call_s(fn: Callable, backend: str, args: tuple) -> tuple[Callable, fl
 PROCESS_GROUPS = (("inductor", "inductor-freezing", "mlirc"), ("iree",))
 
 
+def _peers(rows: list[dict]) -> tuple[str, ...]:
+    """The table's compiler columns: BACKENDS', and mlirc-static where it ran (--dynamic)."""
+    static = any("mlirc-static" in r["backends"] for r in rows)
+    return (*BACKENDS[1:], *(("mlirc-static",) if static else ()))
+
+
 def measure_case(name: str, repeat: int, backends: tuple[str, ...]) -> dict:
     """Run one case eagerly and on `backends` in this process; return its row."""
     import torch
@@ -138,7 +146,7 @@ def measure_case(name: str, repeat: int, backends: tuple[str, ...]) -> dict:
                 continue
             try:
                 _, cold_s, out = _first_call_s(fn, backend, args)
-                if backend == "mlirc":
+                if backend.startswith("mlirc"):
                     mlirc.reset_stats()  # count the second compile only
                 compiled, warm_s, out = _first_call_s(fn, backend, args)
                 compiled(*args)  # a failure at run time is the backend's, not the timing loop's
@@ -147,7 +155,7 @@ def measure_case(name: str, repeat: int, backends: tuple[str, ...]) -> dict:
                 continue
             timed[backend] = compiled
             entry = {"max_err": _max_error(out, expected), "cold_compile_s": cold_s, "warm_compile_s": warm_s}
-            if backend == "mlirc":
+            if backend.startswith("mlirc"):
                 stats = mlirc.stats()
                 entry["fallback_nodes"] = stats.fallback_nodes
                 entry["kernels"] = stats.kernels
@@ -169,7 +177,8 @@ def _iree_available() -> bool:
 def _run_isolated(name: str, repeat: int, dynamic: bool = False) -> dict:
     """One process per case and backend group: no cache or allocator state leaks."""
     row: dict = {"case": name, "backends": {}}
-    for group in PROCESS_GROUPS:
+    groups = [(*PROCESS_GROUPS[0], "mlirc-static"), *PROCESS_GROUPS[1:]] if dynamic else PROCESS_GROUPS
+    for group in groups:
         with tempfile.TemporaryDirectory(prefix="mlirc-bench-") as cache:
             env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "TRITON_CACHE_DIR": cache}
             cmd = [sys.executable, str(Path(__file__).resolve()), name, "--repeat", str(repeat)]
@@ -209,7 +218,7 @@ def _cell(row: dict, backend: str, key: str, fmt: str) -> str:
 def geometric_means(rows: list[dict]) -> dict[str, float]:
     """Per backend, over the cases where it ran."""
     means = {}
-    for backend in BACKENDS[1:]:
+    for backend in _peers(rows):
         speedups = [r["backends"][backend]["speedup"] for r in rows if "speedup" in r["backends"].get(backend, {})]
         if speedups:
             means[backend] = statistics.geometric_mean(speedups)
@@ -217,7 +226,7 @@ def geometric_means(rows: list[dict]) -> dict[str, float]:
 
 
 def table(rows: list[dict]) -> str:
-    peers = BACKENDS[1:]
+    peers = _peers(rows)
     head = (
         "| case | eager ms | "
         + " | ".join(f"{b} ms" for b in peers)
@@ -231,10 +240,10 @@ def table(rows: list[dict]) -> str:
     for row in rows:
         cells = [
             _cell(row, "eager", "median_ms", ".3f"),
-            *(_cell(row, b, "median_ms", ".3f") for b in BACKENDS[1:]),
-            *(_cell(row, b, "speedup", ".2f") for b in BACKENDS[1:]),
+            *(_cell(row, b, "median_ms", ".3f") for b in peers),
+            *(_cell(row, b, "speedup", ".2f") for b in peers),
             _cell(row, "mlirc", "max_err", ".1e"),
-            *(_cell(row, b, "cold_compile_s", ".1f") for b in BACKENDS[1:]),
+            *(_cell(row, b, "cold_compile_s", ".1f") for b in peers),
             _cell(row, "mlirc", "warm_compile_s", ".2f"),
             _cell(row, "mlirc", "fallback_nodes", "d"),
         ]
@@ -257,7 +266,7 @@ def plot(rows: list[dict], title: str, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    backends = BACKENDS[1:]
+    backends = _peers(rows)
     fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.9), 4.5))
     width = 0.8 / len(backends)
     for i, backend in enumerate(backends):
@@ -286,10 +295,12 @@ def _merged(previous: Path, rows: list[dict]) -> list[dict]:
     return [by_case[c] for c in CASES if c in by_case]
 
 
-def host_tag(machine_text: str) -> str:
-    """A file name for a machine's results: its core count and CPU model."""
+def host_tag(machine_text: str, header: str = "") -> str:
+    """A file name for a machine's results: its core count and CPU model (and
+    -dynamic for a --dynamic run, kept apart from the static results)."""
     cpu, cores = (part.strip().lower() for part in machine_text.split(";")[:2])
-    return f"{cores.split()[0]}-core-" + re.sub("[^a-z0-9]+", "-", cpu).strip("-")[:48]
+    dynamic = "-dynamic" if "dynamic=True" in header else ""
+    return f"{cores.split()[0]}-core-" + re.sub("[^a-z0-9]+", "-", cpu).strip("-")[:48] + dynamic
 
 
 def main() -> None:
@@ -313,9 +324,9 @@ def main() -> None:
     args = parser.parse_args()
     settings = SETTINGS
     if args.dynamic:
-        for compile_args in COMPILE_ARGS.values():
-            compile_args["dynamic"] = True
-        settings += "; every backend with dynamic=True"
+        for backend, compile_args in COMPILE_ARGS.items():
+            compile_args["dynamic"] = backend != "mlirc-static"
+        settings += "; every backend with dynamic=True but mlirc-static (mlirc without it, in the same rounds)"
     names = args.cases or list(CASES)
     unknown = [n for n in names if n not in CASES]
     if unknown:
@@ -357,7 +368,7 @@ def _merged_header(parts: list[dict]) -> str:
 
 def _write_results(folder: Path, machine_text: str, header: str, rows: list[dict]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / host_tag(machine_text)
+    stem = folder / host_tag(machine_text, header)
     rows = _merged(stem.with_suffix(".json"), rows)  # a suite can be run in parts
     text = f"{header}\n\n{table(rows)}"
     stem.with_suffix(".md").write_text(text + "\n")
