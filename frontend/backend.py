@@ -33,10 +33,31 @@ def _compute_nodes(gm: fx.GraphModule) -> int:
 
 
 def _device_of(example_inputs: Sequence[Any]) -> torch.device:
-    for x in example_inputs:
-        if isinstance(x, torch.Tensor):
-            return x.device
-    return torch.device("cpu")
+    """Where the graph computes: eager lets 0-d CPU tensors (Dynamo's dynamic floats,
+    a user's torch.tensor(2.0)) join CUDA ones, so any CUDA tensor decides."""
+    devices = [x.device for x in example_inputs if isinstance(x, torch.Tensor)]
+    return next((d for d in devices if d.type != "cpu"), torch.device("cpu"))
+
+
+def _cpu_scalars_to(device: torch.device, fn: Callable, example_inputs: Sequence[Any]) -> Callable:
+    """`fn` with the 0-d CPU tensor arguments of a CUDA graph copied to the device per
+    call: its kernels read every tensor from device memory (with dynamic=True, Dynamo
+    passes Python floats as such tensors: addcmul's value, softplus's beta)."""
+    positions = [
+        i
+        for i, x in enumerate(example_inputs)
+        if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() == 0
+    ]
+    if device.type == "cpu" or not positions:
+        return fn
+
+    def call(*args: Any) -> Any:
+        moved = list(args)
+        for i in positions:
+            moved[i] = args[i].to(device, non_blocking=True)
+        return fn(*moved)
+
+    return call
 
 
 class _RegionModule(torch.nn.Module):
@@ -109,10 +130,12 @@ def compile_fx_graph(
         fn = _compile_symbolic(gm, example_inputs, autotune, user_outputs)
     else:
         fn = _compile_static(gm, example_inputs, autotune, user_outputs)
-    if mode in CUDA_GRAPH_MODES and _device_of(example_inputs).type == "cuda":
+    device = _device_of(example_inputs)
+    if mode in CUDA_GRAPH_MODES and device.type == "cuda":
         from mlirc.backends.gpu.cudagraphs import CudaGraphed
 
         fn = CudaGraphed(fn)
+    fn = _cpu_scalars_to(device, fn, example_inputs)  # outside the graph: a copy from the host
     return make_boxed_func(fn)
 
 

@@ -196,6 +196,30 @@ def test_cuda_batch_sizes_and_sequences():
     assert_compiled_everything()
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_graph_with_cpu_scalar_tensors():
+    """With dynamic=True Dynamo passes Python floats as 0-d CPU tensors (the OpInfo
+    sweep's addcmul, softplus, threshold: 'Pointer argument cannot be accessed from
+    Triton'); eager also lets a user's 0-d CPU tensor join CUDA ones, first or not."""
+
+    def scaled(x, y, value: float):
+        return torch.addcmul(x, x, y, value=value)
+
+    fn = torch.compile(scaled, backend="mlirc", dynamic=True)
+    for n, value in ((5, 0.5), (9, -2.0), (17, 3.25)):
+        x, y = torch.randn(n, 3, device="cuda"), torch.randn(n, 3, device="cuda")
+        torch.testing.assert_close(fn(x, y, value), scaled(x, y, value))
+
+    def mixed(scale, x):
+        return (x * scale).exp()
+
+    static = torch.compile(mixed, backend="mlirc")
+    for value in (0.5, 1.5):
+        scale, x = torch.tensor(value), torch.randn(7, 13, device="cuda")
+        torch.testing.assert_close(static(scale, x), mixed(scale, x))
+    assert_compiled_everything()
+
+
 def test_sizes_among_the_results():
     """At one call's sizes a SymInt result is a constant: it leaves the compiled graph
     and is put back in its place."""
