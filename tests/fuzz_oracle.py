@@ -15,6 +15,7 @@ import math
 import re
 import traceback
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -503,7 +504,44 @@ def _references(
 
 
 def check(graph: Graph) -> str | None:
-    """None if mlirc agrees with eager on `graph`, else what differs."""
+    """None if mlirc agrees with eager on `graph`, else what differs.  With DYNAMIC,
+    the graph compiled once is also checked at other sizes (`resized`): the second
+    call is where a symbolic graph's sizes are bound anew."""
+    torch._dynamo.reset()
+    compiled = torch.compile(graph.function(), backend="mlirc", dynamic=DYNAMIC or None)
+    problem = _check_compiled(graph, compiled)
+    for other in resized(graph) if DYNAMIC and problem is None else []:
+        if _run(other.function(), other.inputs).error is None:  # error parity is the static fuzzer's
+            problem = _check_compiled(other, compiled)
+            if problem:
+                return f"at input sizes {[list(x.shape) for x in other.inputs]}: {problem}"
+    return problem
+
+
+def resized(graph: Graph) -> list[Graph]:
+    """The graph over inputs whose most common size above 1 grows by 3 and shrinks by 1:
+    every dim of that size changes (dims of 1 stay, so broadcasts stay broadcasts);
+    values are drawn from each input's own (its specials and index ranges kept)."""
+    sizes = Counter(d for x in graph.inputs for d in x.shape if d > 1)
+    if not sizes:
+        return []
+    common = sizes.most_common(1)[0][0]
+    generator = torch.Generator().manual_seed(common)
+    graphs = []
+    for new in (common + 3, common - 1):
+        if new < 2:
+            continue
+        inputs = []
+        for x in graph.inputs:
+            shape = [new if d == common else d for d in x.shape]
+            flat = x.flatten()
+            picks = torch.randint(0, max(flat.numel(), 1), shape, generator=generator).to(x.device)
+            inputs.append(flat[picks] if flat.numel() else x.new_empty(shape))
+        graphs.append(Graph(inputs=inputs, steps=graph.steps, outputs=graph.outputs))
+    return graphs
+
+
+def _check_compiled(graph: Graph, compiled: Callable) -> str | None:
     step_dtypes: dict[str, torch.dtype] = {}
     eager_steps: dict[str, torch.Tensor] = {}
 
@@ -514,9 +552,7 @@ def check(graph: Graph) -> str | None:
         return value
 
     expected = _run(graph.function(record), graph.inputs)
-    fn = graph.function()
-    torch._dynamo.reset()
-    actual = _run(torch.compile(fn, backend="mlirc", dynamic=DYNAMIC or None), graph.inputs)
+    actual = _run(compiled, graph.inputs)
     if expected.error is not None:
         if actual.error is None:
             return f"eager raised {type(expected.error).__name__}: {expected.error}; mlirc returned"

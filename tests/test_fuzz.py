@@ -18,6 +18,21 @@ def test_fixed_seed_sample():
     assert not report.failures, "\n\n".join(f"graph {s}: {p}\n{r}" for s, p, r in report.failures)
 
 
+def test_dynamic_sample_at_several_sizes(monkeypatch):
+    """fuzz_graphs.py --dynamic: each graph compiled once with dynamic=True and called
+    at its own sizes and at `resized` ones, where a symbolic graph's sizes bind anew."""
+    import fuzz_oracle
+    from fuzz_graphs import generate
+
+    graph = generate(7)
+    sizes = [[list(x.shape) for x in other.inputs] for other in fuzz_oracle.resized(graph)]
+    assert sizes and all(s != [list(x.shape) for x in graph.inputs] for s in sizes)
+    monkeypatch.setattr(fuzz_oracle, "DYNAMIC", True)
+    report = fuzz(count=30, seed=20261125)
+    assert report.graphs == 30
+    assert not report.failures, "\n\n".join(f"graph {s}: {p}\n{r}" for s, p, r in report.failures)
+
+
 # Each: a minimized fuzzer graph and inputs; eager's values or eager's exception.
 REGRESSIONS = {
     # eager's index_add raises IndexError on a 1-D tensor, RuntimeError on others
