@@ -25,6 +25,7 @@ from typing import Any
 import sympy
 import torch
 import torch.fx as fx
+import torch.fx.traceback as fx_traceback
 from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 from torch.fx.experimental import symbolic_shapes
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -117,14 +118,15 @@ def specialize(gm: fx.GraphModule, args: Sequence[Any]) -> tuple[fx.GraphModule,
     """`gm` at the sizes of `args`: a static graph over its tensor arguments, its
     SymInt arguments folded in as the constants they are in this call; and, per
     result, None or where it views a tensor argument (`_input_views`).  The graph is
-    AOTAutograd's, decomposed already: retracing keeps its ops."""
+    AOTAutograd's, decomposed already: retracing keeps its ops, and each keeps its
+    source's `original_aten` (`_keep_original_ops`)."""
     positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
 
     def static(*tensors: torch.Tensor) -> Any:
         full = list(args)
         for i, t in zip(positions, tensors, strict=True):
             full[i] = t
-        return gm(*full)
+        return fx.Interpreter(gm).run(*full)
 
     # Its own fake mode with static shapes, out of Dynamo's tracing context: in
     # Dynamo's shape environment the inputs would get fresh symbols, which its guards
@@ -132,12 +134,28 @@ def specialize(gm: fx.GraphModule, args: Sequence[Any]) -> tuple[fx.GraphModule,
     with unset_fake_temporarily(), torch._guards.tracing(None):
         mode = FakeTensorMode()
         fakes = [mode.from_tensor(args[i], static_shapes=True) for i in positions]
-        with mode:
+        with mode, fx_traceback.preserve_node_meta():
             traced = make_fx(static)(*fakes)
         views = _input_views(traced, fakes)
+    _keep_original_ops(gm, traced)
     traced.graph.eliminate_dead_code()  # the unused results of multi-result ops (pooling's indices)
     traced.recompile()
     return traced, views
+
+
+def _keep_original_ops(source: fx.GraphModule, traced: fx.GraphModule) -> None:
+    """`original_aten` is the op the user called, whose errors the runtime checks
+    give: an index_add decomposed into index_put raises on index -1 where index_put
+    wraps.  The retrace sets it to the traced op itself; the source node is found
+    through `from_node`, which preserve_node_meta records."""
+    sources = {n.name: n for n in source.graph.nodes}
+    for node in traced.graph.nodes:
+        for origin in reversed(node.meta.get("from_node") or []):
+            same_graph = getattr(origin, "graph_id", id(source.graph)) == id(source.graph)
+            found = sources.get(getattr(origin, "name", None)) if same_graph else None
+            if found is not None and "original_aten" in found.meta:
+                node.meta["original_aten"] = found.meta["original_aten"]
+                break
 
 
 def _input_views(gm: fx.GraphModule, fakes: list[torch.Tensor]) -> list:

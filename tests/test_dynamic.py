@@ -7,6 +7,7 @@ import pytest
 import sympy
 import torch
 import torch.nn.functional as F
+from conftest import outcome
 from torch._dynamo.utils import counters
 
 import mlirc
@@ -218,6 +219,27 @@ def test_cuda_graph_with_cpu_scalar_tensors():
         scale, x = torch.tensor(value), torch.randn(7, 13, device="cuda")
         torch.testing.assert_close(static(scale, x), mixed(scale, x))
     assert_compiled_everything()
+
+
+def test_errors_of_the_op_the_user_called():
+    """AOTAutograd decomposes index_add into index_put, which wraps index -1 where
+    index_add raises; the checks follow the node's `original_aten`, which the retrace
+    at a call's sizes must keep (fuzz_graphs.py --dynamic, seed 22001066022)."""
+
+    def add_rows(x, index, rows):
+        return x.index_add(0, index, rows)
+
+    fn = torch.compile(add_rows, backend="mlirc", dynamic=True)
+    for n in (8, 11):
+        x, rows = torch.randn(n, 5), torch.randn(4, 5)
+        for index in ([0, n - 1, 2, 2], [0, -1, 2, 2], [0, n, 2, 2]):
+            args = (x, torch.tensor(index), rows)
+            (expected, expected_error), (actual, actual_error) = outcome(add_rows, *args), outcome(fn, *args)
+            assert type(actual_error) is type(expected_error), (
+                f"{index}: eager {expected_error!r}, mlirc {actual_error!r}"
+            )
+            if expected_error is None:
+                torch.testing.assert_close(actual, expected)
 
 
 def test_sizes_among_the_results():
