@@ -521,15 +521,18 @@ def check(graph: Graph) -> str | None:
 def resized(graph: Graph) -> list[Graph]:
     """The graph over inputs whose most common size above 1 grows by 3 and shrinks by 1:
     every dim of that size changes (dims of 1 stay, so broadcasts stay broadcasts);
-    values are drawn from each input's own (its specials and index ranges kept)."""
+    values are drawn from each input's own (its specials and index ranges kept).
+    Not smaller on CUDA: an index past a shrunk dim is a device-side assert in eager,
+    which ends the process."""
     sizes = Counter(d for x in graph.inputs for d in x.shape if d > 1)
     if not sizes:
         return []
     common = sizes.most_common(1)[0][0]
     generator = torch.Generator().manual_seed(common)
     graphs = []
+    on_cuda = any(x.is_cuda for x in graph.inputs)
     for new in (common + 3, common - 1):
-        if new < 2:
+        if new < 2 or (on_cuda and new < common):
             continue
         inputs = []
         for x in graph.inputs:
