@@ -82,18 +82,31 @@ def evaluate(size: int | torch.SymInt, symbols: dict[sympy.Symbol, int]) -> int:
     return int(value)
 
 
-def call_key(example_inputs: Sequence[Any]) -> Callable[[Sequence[Any]], tuple]:
+# Views at a storage offset of their own choosing, not their input's plus a constant
+ABSOLUTE_OFFSET_VIEWS = frozenset({torch.ops.aten.as_strided.default})
+
+
+def call_key(example_inputs: Sequence[Any], gm: fx.GraphModule | None = None) -> Callable[[Sequence[Any]], tuple]:
     """What a static compile depends on beyond Dynamo's guards, as a function of a
     call's arguments: the sizes and strides of the tensors whose layout is symbolic,
     and the value of every argument that is not a tensor (the SymInts).  Dynamo
     calls the graph only where its guards hold, and they fix the rest (dtypes,
     devices, static sizes and strides); keying on the symbolic parts alone keeps the
-    per-call cost independent of the number of weights."""
-    symbolic = tuple(i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor) and is_symbolic([x]))
+    per-call cost independent of the number of weights.  Where `gm` makes a view at
+    an absolute storage offset (as_strided), the arguments' offsets count too: a
+    result viewing an input is otherwise placed relative to it (`_input_views`)."""
+    tensors = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)]
+    symbolic = tuple(i for i in tensors if is_symbolic([example_inputs[i]]))
     values = tuple(i for i, x in enumerate(example_inputs) if not isinstance(x, torch.Tensor))
+    absolute = gm is not None and any(n.target in ABSOLUTE_OFFSET_VIEWS for n in gm.graph.nodes)
+    offsets = tuple(tensors) if absolute else ()
 
     def key(args: Sequence[Any]) -> tuple:
-        return (*((args[i].shape, args[i].stride()) for i in symbolic), *(args[i] for i in values))
+        return (
+            *((args[i].shape, args[i].stride()) for i in symbolic),
+            *(args[i] for i in values),
+            *(args[i].storage_offset() for i in offsets),
+        )
 
     return key
 
@@ -159,10 +172,12 @@ def _keep_original_ops(source: fx.GraphModule, traced: fx.GraphModule) -> None:
 
 
 def _input_views(gm: fx.GraphModule, fakes: list[torch.Tensor]) -> list:
-    """Per result: (argument index, size, stride, storage offset) where it is a view
-    of a tensor argument, else None.  AOTAutograd rebuilds such a result from the
-    argument with the compiled result's layout, read off the tensor when sizes are
-    symbolic: a copy's offset 0 made every chunk() but the first the first one."""
+    """Per result: (argument index, size, stride, storage offset from the argument's)
+    where it is a view of a tensor argument, else None.  AOTAutograd rebuilds such a
+    result from the argument with the compiled result's layout, read off the tensor
+    when sizes are symbolic: a copy's offset 0 made every chunk() but the first the
+    first one.  The offset is the argument's plus this, per call: the argument may
+    itself start anywhere in its storage (a slice), whatever it did when compiled."""
     storages = [StorageWeakRef(f.untyped_storage()) for f in fakes]
     output = next(n for n in gm.graph.nodes if n.op == "output")
     views: list = []
@@ -172,7 +187,8 @@ def _input_views(gm: fx.GraphModule, fakes: list[torch.Tensor]) -> list:
             views.append(None)
             continue
         index = storages.index(StorageWeakRef(val.untyped_storage()))
-        views.append((index, tuple(val.shape), val.stride(), val.storage_offset()))
+        offset = val.storage_offset() - fakes[index].storage_offset()
+        views.append((index, tuple(val.shape), val.stride(), offset))
     return views
 
 
@@ -208,7 +224,7 @@ class SizeSpecialized:
         self.compile_static = compile_static
         self.user_outputs = user_outputs
         self.compiled: dict[tuple, Callable] = {}
-        self.key = call_key(example_inputs)
+        self.key = call_key(example_inputs, gm)
         self.warned = False
 
     def prepare(self, args: Sequence[Any]) -> Callable:
@@ -279,7 +295,7 @@ def _tensors_only(fn: Callable, arity: int, positions: list[int], constants: lis
         results = iter(fn(*tensors))
         out = [next(results) if constant is None else constant[1] for constant in constants]
         for i, (index, size, stride, offset) in viewed:
-            out[i] = tensors[index].as_strided(size, stride, offset)
+            out[i] = tensors[index].as_strided(size, stride, tensors[index].storage_offset() + offset)
         return tuple(out)
 
     return call
