@@ -4,8 +4,10 @@ issue's microbenchmarks, in one process, one run.
     python benchmarks/gpu_bench.py [out_dir] [--cases a,b] [--backends eager,mlirc] [--dynamic]
 
 With --dynamic every compiler gets torch.compile(dynamic=True) (symbolic sizes), a
-column mlirc-static times mlirc without it in the same rounds, and the files are
-named gpu-<device>-dynamic.md/.json.
+column mlirc-static times mlirc without it in the same rounds, columns dynamo and
+dynamo-static time torch.compile(backend="eager") with and without it (Dynamo's
+own per-call cost, which every backend pays: its guards on symbolic sizes), and
+the files are named gpu-<device>-dynamic.md/.json.
 
 Times are medians over interleaved rounds (backends take turns) of
 `triton.testing.do_bench` medians (CUDA events, L2 flushed between calls, after
@@ -29,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from models import MODELS, make_case  # noqa: E402
+from models import MODELS, make_case, own_frame  # noqa: E402
 
 import mlirc  # noqa: E402
 from mlirc.config import config  # noqa: E402
@@ -41,12 +43,17 @@ REDUCE_OVERHEAD = ("mlp@reduce-overhead", "transformer_encoder@reduce-overhead")
 # GEMM variants timed per region by both compilers
 MAX_AUTOTUNE = ("bf16_linear_gelu_8192x4096@max-autotune-no-cudagraphs",)
 BACKENDS = ("eager", "inductor", "mlirc")
+# with --dynamic, besides BACKENDS: column -> (torch.compile backend, dynamic)
+DYNAMIC_BASELINES = {"mlirc-static": ("mlirc", None), "dynamo": ("eager", True), "dynamo-static": ("eager", None)}
 
 
-ROUNDS = 5  # interleaved: each round times every backend once, in a rotating order
+# Interleaved: each round times every backend once, in a rotating order.  Within one
+# process, the same launch-bound call moved by up to 3x between rounds on the GPU
+# host (measured: small_cnn 126-382 us); 15 short rounds keep the median steady.
+ROUNDS = 15
 
 
-def _bench_ms(fn: Callable, args: tuple, rep_ms: int = 200 // ROUNDS) -> float:
+def _bench_ms(fn: Callable, args: tuple, rep_ms: int = 300 // ROUNDS) -> float:
     from triton.testing import do_bench
 
     return do_bench(lambda: fn(*args), warmup=10, rep=rep_ms, return_mode="median")
@@ -118,11 +125,12 @@ def run_case(
     ready: dict[str, Callable] = {}
     with torch.no_grad():
         expected = fn(*args)
-        torch._dynamo.reset()  # once: every backend's entry stays for the timing rounds
+        torch._dynamo.reset()  # once: every backend's entry stays for the timing rounds, in its own frame
         for backend in backends:
             mlirc.reset_stats()
-            compiler, dyn = ("mlirc", None) if backend == "mlirc-static" else (backend, dynamic)
-            compiled = fn if backend == "eager" else torch.compile(fn, backend=compiler, mode=mode, dynamic=dyn)
+            compiler, dyn = DYNAMIC_BASELINES.get(backend, (backend, dynamic))
+            frame = own_frame(fn, backend.replace("-", "_"))
+            compiled = fn if backend == "eager" else torch.compile(frame, backend=compiler, mode=mode, dynamic=dyn)
             start = time.perf_counter()
             try:
                 result = compiled(*args)
@@ -171,15 +179,16 @@ def table(rows: list[dict], backends: list[str], device: str) -> str:
             f"| {row['case']} | " + " | ".join(_cell(row, b) for b in backends) + " | " + " | ".join(extra) + " |"
         )
     lines.append("")
-    for backend in backends[1:]:
-        ratios = [
-            r["eager"]["ms"] / r[backend]["ms"]
-            for r in rows
-            if r["case"] in MODELS and "ms" in r.get(backend, {}) and "ms" in r.get("eager", {})
-        ]
-        if ratios:
-            gmean = math.exp(sum(map(math.log, ratios)) / len(ratios))
-            lines.append(f"geometric-mean speedup over eager, {len(ratios)} models: {backend} {gmean:.2f}x")
+    for label, pick in (("models", lambda case: case in MODELS), ("cases", lambda case: True)):
+        for backend in backends[1:]:
+            ratios = [
+                r["eager"]["ms"] / r[backend]["ms"]
+                for r in rows
+                if pick(r["case"]) and "ms" in r.get(backend, {}) and "ms" in r.get("eager", {})
+            ]
+            if ratios:
+                gmean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+                lines.append(f"geometric-mean speedup over eager, {len(ratios)} {label}: {backend} {gmean:.2f}x")
     by_case = {r["case"]: r for r in rows}
     copy = by_case.get("copy_8192x8192", {}).get("eager", {}).get("ms")
     for name, traffic in (("elementwise_chain_8192x8192", 3 * 4 * 8192 * 8192),):
@@ -203,7 +212,7 @@ def main() -> None:
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (symbolic sizes)")
     args = p.parse_args()
-    backends = args.backends.split(",") + (["mlirc-static"] if args.dynamic and "mlirc" in args.backends else [])
+    backends = args.backends.split(",") + (list(DYNAMIC_BASELINES) if args.dynamic else [])
     torch.manual_seed(0)
     # as benchmarks/run.py: eager and the compilers run the same (standard) attention
     torch.backends.mha.set_fastpath_enabled(False)

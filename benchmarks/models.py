@@ -256,3 +256,21 @@ def make_case(name: str) -> Case:
     if isinstance(fn, nn.Module):
         fn.eval()
     return fn, inputs
+
+
+def own_frame(fn: Callable, tag: str) -> Callable:
+    """`fn` called from a function whose code object is new, for torch.compile.
+
+    Dynamo keeps compiled graphs, and what it learnt from earlier compiles (which
+    sizes and floats to treat as dynamic), per code object.  Compiled directly, every
+    backend timed on one model shares the frame of `nn.Module._call_impl`: a second
+    backend's compile is a recompile that inherits the first one's state (with
+    dynamic=True, floats such as a layer norm's eps became tensor arguments read with
+    .item() per call), and every call first fails the other backends' guards.  Each
+    backend compiling its own frame measures it as a user's process would see it."""
+
+    def call(*args: torch.Tensor) -> torch.Tensor:
+        return fn(*args)
+
+    call.__code__ = call.__code__.replace(co_name=f"{tag}_call")
+    return call

@@ -104,11 +104,11 @@ def _max_error(actual, expected) -> float:
     return worst
 
 
-def _first_call_s(fn: Callable, backend: str, args: tuple) -> tuple[Callable, float, object]:
+def _first_call_s(fn: Callable, backend: str, args: tuple, tag: str) -> tuple[Callable, float, object]:
     import torch
+    from models import own_frame
 
-    torch._dynamo.reset()
-    compiled = torch.compile(fn, **COMPILE_ARGS[backend])
+    compiled = torch.compile(own_frame(fn, f"{backend.replace('-', '_')}_{tag}"), **COMPILE_ARGS[backend])
     start = time.perf_counter()
     out = compiled(*args)
     return compiled, time.perf_counter() - start, out
@@ -136,6 +136,7 @@ def measure_case(name: str, repeat: int, backends: tuple[str, ...]) -> dict:
     torch.backends.mha.set_fastpath_enabled(False)
     fn, args = make_case(name)
     row: dict = {"case": name, "backends": {}}
+    torch._dynamo.reset()
     with torch.no_grad():
         expected = fn(*args)
         timed: dict[str, Callable] = {"eager": fn}
@@ -145,10 +146,10 @@ def measure_case(name: str, repeat: int, backends: tuple[str, ...]) -> dict:
                 row["backends"][backend] = {"error": "not installed (pip install -e '.[bench]')"}
                 continue
             try:
-                _, cold_s, out = _first_call_s(fn, backend, args)
+                _, cold_s, out = _first_call_s(fn, backend, args, "cold")
                 if backend.startswith("mlirc"):
                     mlirc.reset_stats()  # count the second compile only
-                compiled, warm_s, out = _first_call_s(fn, backend, args)
+                compiled, warm_s, out = _first_call_s(fn, backend, args, "warm")
                 compiled(*args)  # a failure at run time is the backend's, not the timing loop's
             except Exception as err:  # a benchmark reports a failing backend, it does not stop
                 row["backends"][backend] = {"error": f"{type(err).__name__}: {err}"[:200]}
