@@ -95,9 +95,12 @@ def _step(step: str, run: Callable, repro: Callable[[], str | None] = lambda: No
         raise PipelineError(step, f"internal error: {type(err).__name__}: {err}", repro()) from err
 
 
-def _run_stage(module: ir.Module, stage: str, name: str, stage_ir: dict[str, str], options: PassOptions) -> None:
+def _run_stage(
+    module: ir.Module, stage: str, name: str, stage_ir: dict[str, str], options: PassOptions, before: str
+) -> None:
+    """`before` is the module's text now (the previous stage's, kept in `stage_ir`:
+    printing a large module again costs ~15 ms a stage)."""
     pipeline = configured(stage, options)
-    before = str(module)
     try:
         run_passes(module, [pipeline], stage=f"mlirc-stage-{stage}")
     except PipelineError as err:
@@ -156,8 +159,10 @@ def _compile_region(gm: fx.GraphModule, device: torch.device, options: PassOptio
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
     backend = BACKENDS.get(device.type, BACKENDS["cpu"])
     with context:
+        before = stage_ir["mlirc"]
         for stage in backend.stages:
-            _run_stage(module, stage, name, stage_ir, options)
+            _run_stage(module, stage, name, stage_ir, options, before)
+            before = stage_ir[stage]
         call, source, kernel_count = backend.build(module, name, stage_ir, result_dtypes, device, options)
     if any(n is None for n in outputs):
         call = _with_none_outputs(call, [n is None for n in outputs])
@@ -178,8 +183,9 @@ def _build_cpu(
 ) -> tuple[Callable, str, int]:
     """The kernel stage on a copy (the host wrapper reads the entry from `module`),
     then LLVM IR (dumped), then machine code."""
-    kernels = ir.Module.parse(str(module), module.context)
-    _run_stage(kernels, cpu_backend.KERNEL_STAGE, name, stage_ir, options)
+    text = stage_ir[cpu_backend.STAGES[-1]]  # the module's text after its last stage
+    kernels = ir.Module.parse(text, module.context)
+    _run_stage(kernels, cpu_backend.KERNEL_STAGE, name, stage_ir, options, text)
     llvm_ir = _step(
         "mlirc-emit-llvm",
         lambda: codegen.emit_llvm(kernels),
