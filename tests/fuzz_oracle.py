@@ -533,28 +533,35 @@ def check(graph: Graph) -> str | None:
     compiled = torch.compile(graph.function(), backend="mlirc", dynamic=DYNAMIC or None)
     problem = _check_compiled(graph, compiled)
     for other in resized(graph) if DYNAMIC and problem is None else []:
-        if _run(other.function(), other.inputs).error is None:  # error parity is the static fuzzer's
+        if _runs_eagerly(other):  # error parity is the static fuzzer's
             problem = _check_compiled(other, compiled)
             if problem:
                 return f"at input sizes {[list(x.shape) for x in other.inputs]}: {problem}"
     return problem
 
 
+def _runs_eagerly(graph: Graph) -> bool:
+    """Does eager run `graph` without raising?  On CUDA it is asked on the CPU first:
+    an index past a dim there is a device-side assert, which ends the process (a
+    gather's indices, valid before, past the dim of a convolution whose kernel grew:
+    graph 31000296000618)."""
+    if any(x.is_cuda for x in graph.inputs) and _run(graph.function(), [x.cpu() for x in graph.inputs]).error:
+        return False
+    return _run(graph.function(), graph.inputs).error is None
+
+
 def resized(graph: Graph) -> list[Graph]:
     """The graph over inputs whose most common size above 1 grows by 3 and shrinks by 1:
     every dim of that size changes (dims of 1 stay, so broadcasts stay broadcasts);
-    values are drawn from each input's own (its specials and index ranges kept).
-    Not smaller on CUDA: an index past a shrunk dim is a device-side assert in eager,
-    which ends the process."""
+    values are drawn from each input's own (its specials and index ranges kept)."""
     sizes = Counter(d for x in graph.inputs for d in x.shape if d > 1)
     if not sizes:
         return []
     common = sizes.most_common(1)[0][0]
     generator = torch.Generator().manual_seed(common)
     graphs = []
-    on_cuda = any(x.is_cuda for x in graph.inputs)
     for new in (common + 3, common - 1):
-        if new < 2 or (on_cuda and new < common):
+        if new < 2:
             continue
         inputs = []
         for x in graph.inputs:
