@@ -20,6 +20,8 @@ MLIRC_SCRATCH_MB=n   CPU buffers that never reach a result are kept from call to
                      thread) while a compiled graph's total is at most n MiB (default 512; 0 = off)
 MLIRC_LLVM_OPT=n     LLVM's middle-end pipeline at -On over the CPU kernels before codegen
                      (default 3; 0 = codegen only, which is always -O3)
+MLIRC_COMPILE_WORKERS=n  processes that compile a large graph's CPU kernels (LLVM) in parallel
+                     (default -1: one per core, at most 8; 0 or 1: in-process)
 MLIRC_CACHE_DIR=path where compiled GPU kernels and autotuning choices are kept (~/.cache/mlirc)
 MLIRC_DYNAMIC_SIZES=n  a graph with symbolic sizes (dynamic=True, a second batch size) is
                      compiled at each new size it is called with, up to n sizes (default 16);
@@ -117,6 +119,7 @@ SETTINGS: dict[str, Setting] = {
     "cpu_half": Setting("MLIRC_CPU_HALF", _flag, "a flag: 1/0, true/false, yes/no, on/off", False),
     "parallel_min_kib": Setting("MLIRC_PARALLEL_MIN_KIB", _int_in(-1), "an integer >= -1 (-1: never)", 128),
     "llvm_opt": Setting("MLIRC_LLVM_OPT", _int_in(0, 3), "0, 1, 2 or 3", 3),
+    "compile_workers": Setting("MLIRC_COMPILE_WORKERS", _int_in(-1), "an integer >= -1 (-1: one per core)", -1),
     "scratch_mb": Setting("MLIRC_SCRATCH_MB", _int_in(0), "an integer >= 0 (0: off)", 512),
     "cache_dir": Setting("MLIRC_CACHE_DIR", _path, "a folder", None),
     "dynamic_sizes": Setting("MLIRC_DYNAMIC_SIZES", _int_in(0), "an integer >= 0 (0: symbolic graphs run eagerly)", 16),
@@ -160,6 +163,7 @@ class Config:
     cpu_half: bool = field(default_factory=lambda: read_setting("cpu_half"))
     parallel_min_kib: int = field(default_factory=lambda: read_setting("parallel_min_kib"))
     llvm_opt: int = field(default_factory=lambda: read_setting("llvm_opt"))
+    compile_workers: int = field(default_factory=lambda: read_setting("compile_workers"))
     scratch_mb: int = field(default_factory=lambda: read_setting("scratch_mb"))
     cache_dir: str | None = field(default_factory=lambda: read_setting("cache_dir"))
     dynamic_sizes: int = field(default_factory=lambda: read_setting("dynamic_sizes"))

@@ -19,7 +19,7 @@ from mlir import ir
 
 from mlirc.backends import cpu as cpu_backend
 from mlirc.backends import gpu as gpu_backend
-from mlirc.backends.cpu import codegen
+from mlirc.backends.cpu import codegen, jit_pool
 from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
 from mlirc.dialects import make_context
@@ -146,6 +146,8 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autot
 
 def _compile_region(gm: fx.GraphModule, device: torch.device, options: PassOptions) -> CompiledRegion:
     name = f"region{next(_region_numbers)}"
+    if device.type == "cpu":
+        jit_pool.start_workers()  # they start up while the graph goes through the stages
     context = make_context()
     module = _step(
         "mlirc-import",
@@ -186,16 +188,17 @@ def _build_cpu(
     text = stage_ir[cpu_backend.STAGES[-1]]  # the module's text after its last stage
     kernels = ir.Module.parse(text, module.context)
     _run_stage(kernels, cpu_backend.KERNEL_STAGE, name, stage_ir, options, text)
-    llvm_ir = _step(
+    _step(
         "mlirc-emit-llvm",
-        lambda: codegen.emit_llvm(kernels),
+        lambda: codegen.check_converted(kernels),
         lambda: f"reproduce with: mlirc-opt {_saved(stage_ir['cpu'], name, 'cpu')} --emit-llvm",
     )
-    _dump(name, "llvm", llvm_ir, ext="ll")
+    if config.dump_dir:
+        _dump(name, "llvm", codegen.emit_llvm(kernels), ext="ll")
     compiled = _step(
         "llvmlite",
-        lambda: codegen.jit(llvm_ir, codegen.kernel_signatures(module)),
-        lambda: f"the LLVM IR is in {_saved(llvm_ir, name, 'llvm', 'll')}",
+        lambda: codegen.compile_kernels(kernels, codegen.kernel_signatures(module)),
+        lambda: f"the LLVM IR is in {_saved(codegen.emit_llvm(kernels), name, 'llvm', 'll')}",
     )
     call, source = _step(
         "mlirc-host-wrapper",

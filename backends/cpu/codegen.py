@@ -17,6 +17,7 @@ import llvmlite.binding as llvm
 from mlir import ir
 from mlir.dialects import llvm as llvm_dialect
 
+from mlirc.backends.cpu import jit_pool
 from mlirc.config import config
 from mlirc.errors import PipelineError
 from mlirc.passes.cpu_drop_host import compiled_kernel
@@ -31,14 +32,15 @@ def _host() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
-def target_machine() -> llvm.TargetMachine:
-    """A new target machine for the host CPU at O3.
+def target_machine(jit: bool = False) -> llvm.TargetMachine:
+    """A new target machine for the host CPU at O3 (`jit`: for an engine that loads
+    object code compiled elsewhere, whose code model it must share).
 
     Not cached: an MCJIT engine takes ownership of its target machine and frees
     it with the engine, so sharing one would leave a dangling pointer.
     """
     cpu, features = _host()
-    return llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=features, opt=3)
+    return llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=features, opt=3, jit=jit)
 
 
 @dataclass
@@ -51,7 +53,6 @@ class KernelSignature:
 class CompiledKernels:
     engine: llvm.ExecutionEngine
     functions: dict[str, ctypes._CFuncPtr]
-    llvm_ir: str
 
 
 def kernel_signatures(module: ir.Module) -> list[KernelSignature]:
@@ -79,13 +80,24 @@ def _unconverted_ops(module: ir.Module) -> list[str]:
     return left
 
 
-def emit_llvm(module: ir.Module) -> str:
-    """The LLVM IR of a module that mlirc-stage-cpu left in the LLVM dialect (what
-    `mlirc-opt --emit-llvm` prints)."""
+def check_converted(module: ir.Module) -> None:
+    """Raise unless mlirc-stage-cpu left `module` wholly in the LLVM dialect."""
     left = _unconverted_ops(module)
     if left:
         raise PipelineError("mlirc-emit-llvm", f"ops left unconverted to the LLVM dialect: {', '.join(left)}")
+
+
+def emit_llvm(module: ir.Module) -> str:
+    """The LLVM IR of a module that mlirc-stage-cpu left in the LLVM dialect (what
+    `mlirc-opt --emit-llvm` prints)."""
+    check_converted(module)
     return str(llvm_dialect.translate_module_to_llvmir(module.operation))
+
+
+def external_functions(module: ir.Module) -> list[str]:
+    """The functions the kernels call but do not define (libm, SLEEF, libgomp)."""
+    funcs = [op.operation for op in module.body.operations if op.operation.name == "llvm.func"]
+    return [f.attributes["sym_name"].value for f in funcs if not f.regions[0].blocks]
 
 
 @functools.cache
@@ -107,22 +119,22 @@ def _symbol_address(library: ctypes.CDLL, name: str) -> int | None:
         return None
 
 
-def _bind_external_symbols(parsed: llvm.ModuleRef) -> None:
+def _bind_external_symbols(names: list[str]) -> None:
     """Resolve every function the kernels call but do not define, or fail cleanly.
 
     libc/libm functions come from the process; SLEEF (mlirc-cpu-vector-math) and
     libgomp (mlirc-cpu-omp-dispatch) from libtorch_cpu and the libraries it loaded,
     without RTLD_GLOBAL, so the JIT cannot find them alone.  An unresolved call would jump to address 0, so it is an error here.
     """
-    for fn in parsed.functions:
-        if not fn.is_declaration or fn.name.startswith("llvm.") or llvm.address_of_symbol(fn.name):
+    for name in names:
+        if name.startswith("llvm.") or llvm.address_of_symbol(name):
             continue
-        address = _symbol_address(_process_symbols(), fn.name)
+        address = _symbol_address(_process_symbols(), name)
         if address is None:  # SLEEF, and the OpenMP runtime torch runs on
-            address = _symbol_address(_torch_cpu_library(), fn.name)
+            address = _symbol_address(_torch_cpu_library(), name)
         if address is None:
-            raise PipelineError("llvmlite", f"kernels call {fn.name}, which is not in this process")
-        llvm.add_symbol(fn.name, address)
+            raise PipelineError("llvmlite", f"kernels call {name}, which is not in this process")
+        llvm.add_symbol(name, address)
 
 
 def optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
@@ -141,6 +153,22 @@ def optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
     builder.getModulePassManager().run(parsed, builder)
 
 
+def compile_kernels(kernels: ir.Module, signatures: list[KernelSignature]) -> CompiledKernels:
+    """Machine code for the kernels of an LLVM-dialect module: on the compile
+    workers' cores where it is large (backends/cpu/jit_pool.py), else in-process."""
+    check_converted(kernels)
+    texts = jit_pool.shard_texts(kernels, jit_pool.worker_count())
+    objects = None if texts is None else jit_pool.compile_objects(texts, *_host())
+    if objects is None:
+        return jit(emit_llvm(kernels), signatures)
+    _bind_external_symbols(external_functions(kernels))
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(jit=True))
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    return CompiledKernels(engine, _functions(engine, signatures))
+
+
 def jit(llvm_ir: str, signatures: list[KernelSignature]) -> CompiledKernels:
     """Machine code for the host CPU (llvmlite's MCJIT) and a ctypes function per kernel."""
     try:
@@ -148,14 +176,20 @@ def jit(llvm_ir: str, signatures: list[KernelSignature]) -> CompiledKernels:
         parsed.verify()
     except RuntimeError as err:
         raise PipelineError("llvmlite", f"LLVM IR does not parse: {err}") from err
-    _bind_external_symbols(parsed)
+    _bind_external_symbols([fn.name for fn in parsed.functions if fn.is_declaration])
     machine = target_machine()
     optimize(parsed, machine)
     engine = llvm.create_mcjit_compiler(parsed, machine)
     engine.finalize_object()
+    return CompiledKernels(engine, _functions(engine, signatures))
+
+
+def _functions(engine: llvm.ExecutionEngine, signatures: list[KernelSignature]) -> dict[str, ctypes._CFuncPtr]:
     functions = {}
     for sig in signatures:
         address = engine.get_function_address(sig.name)
+        if not address:
+            raise PipelineError("llvmlite", f"kernel {sig.name} is not in the compiled code")
         proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * sig.num_args))
         functions[sig.name] = proto(address)
-    return CompiledKernels(engine, functions, llvm_ir)
+    return functions

@@ -1,0 +1,57 @@
+"""A process that turns LLVM IR into object code for mlirc (backends/cpu/jit_pool.py).
+
+Run as a script, never imported by mlirc: it loads llvmlite and nothing else, so it
+starts in a tenth of a second.  llvmlite serializes every LLVM call in a process
+behind one lock, so kernels compile on several cores only in several processes.
+
+Protocol on stdin/stdout, one request at a time: an 8-byte little-endian length,
+then a pickled dict {"ir", "cpu", "features", "opt"}; the reply is the same framing
+around ("ok", object bytes) or ("error", message).  EOF on stdin ends the process.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import sys
+
+import llvmlite.binding as llvm
+
+HEADER = struct.Struct("<Q")
+
+
+def compile_object(request: dict) -> bytes:
+    """The same steps as codegen.jit in the parent: parse, verify, the middle end at
+    -O`opt` (none at 0), codegen at -O3 for a JIT (large code model: the parent
+    loads the object wherever its memory manager puts it)."""
+    module = llvm.parse_assembly(request["ir"])
+    module.verify()
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        cpu=request["cpu"], features=request["features"], opt=3, jit=True
+    )
+    if request["opt"] > 0:
+        tuning = llvm.create_pipeline_tuning_options(speed_level=min(request["opt"], 3))
+        builder = llvm.create_pass_builder(machine, tuning)
+        builder.getModulePassManager().run(module, builder)
+    return machine.emit_object(module)
+
+
+def serve(source: object, sink: object) -> None:
+    while True:
+        head = source.read(HEADER.size)
+        if len(head) < HEADER.size:
+            return
+        request = pickle.loads(source.read(HEADER.unpack(head)[0]))
+        try:
+            reply = ("ok", compile_object(request))
+        except Exception as err:  # reported to the parent, which names the region
+            reply = ("error", f"{type(err).__name__}: {err}")
+        data = pickle.dumps(reply)
+        sink.write(HEADER.pack(len(data)) + data)
+        sink.flush()
+
+
+if __name__ == "__main__":
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    serve(sys.stdin.buffer, sys.stdout.buffer)
