@@ -164,8 +164,17 @@ def _cell(row: dict, backend: str) -> str:
     return f"{entry['ms']:.3f}{speed}"
 
 
+COLUMNS = {
+    "inductor": "Inductor at the row's mode (default, or as named: reduce-overhead = CUDA graphs)",
+    "mlirc-static": "mlirc without dynamic=True, in the same rounds",
+    "dynamo": "torch.compile(backend='eager', dynamic=True): Dynamo's own per-call cost, paid by every backend",
+    "dynamo-static": "the same without dynamic=True",
+}
+
+
 def table(rows: list[dict], backends: list[str], device: str) -> str:
-    lines = [f"GPU benchmarks on {device} (ms, median; speedup over eager)", ""]
+    lines = [f"GPU benchmarks on {device}, torch {torch.__version__} (ms, median; speedup over eager)", ""]
+    lines += [f"* {name}: {COLUMNS[name]}" for name in backends if name in COLUMNS] + [""]
     lines.append("| case | " + " | ".join(backends) + " | mlirc err | mlirc fallback | mlirc compile s |")
     lines.append("|---" * (len(backends) + 4) + "|")
     for row in rows:
