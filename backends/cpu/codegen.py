@@ -154,13 +154,13 @@ def optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
 
 
 def compile_kernels(kernels: ir.Module, signatures: list[KernelSignature]) -> CompiledKernels:
-    """Machine code for the kernels of an LLVM-dialect module: on the compile
-    workers' cores where it is large (backends/cpu/jit_pool.py), else in-process."""
-    check_converted(kernels)
+    """Machine code for the kernels of an LLVM-dialect module (`check_converted`
+    already: the walk costs 40 ms on a BERT layer): on the compile workers' cores
+    where it is large (backends/cpu/jit_pool.py), else in-process."""
     texts = jit_pool.shard_texts(kernels, jit_pool.worker_count())
     objects = None if texts is None else jit_pool.compile_objects(texts, *_host())
     if objects is None:
-        return jit(emit_llvm(kernels), signatures)
+        return jit(str(llvm_dialect.translate_module_to_llvmir(kernels.operation)), signatures)
     _bind_external_symbols(external_functions(kernels))
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(jit=True))
     for obj in objects:
