@@ -12,6 +12,7 @@ around ("ok", object bytes) or ("error", message).  EOF on stdin ends the proces
 from __future__ import annotations
 
 import pickle
+import signal
 import struct
 import sys
 
@@ -52,6 +53,9 @@ def serve(source: object, sink: object) -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C reaches the whole process group: the parent decides; a worker ends when
+    # its stdin closes (the parent exited or closed the pool), not with a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     serve(sys.stdin.buffer, sys.stdout.buffer)
