@@ -4,8 +4,8 @@ Dynamo hands a backend a symbolic graph when a dimension is dynamic (a second si
 seen, `mark_dynamic`, `torch.compile(dynamic=True)`), and keeps only that graph in
 its cache: every later call of any size reaches it.  Running it eagerly would turn
 compilation off for good, so `SizeSpecialized` specializes the graph to each call's
-concrete sizes (its SymInt arguments and size arithmetic become constants), compiles that static graph
-with the ordinary pipeline and keeps it under the call's sizes, strides and
+concrete sizes (its SymInt arguments and size arithmetic become constants), compiles
+that static graph with the ordinary pipeline and keeps it under the call's sizes, strides and
 integer arguments: a kernel is only ever run at the sizes it was built for.
 
 The sizes of Dynamo's outputs are expressions in its symbols (`s0*s1`, `s0//2`);
@@ -158,7 +158,9 @@ def specialize(gm: fx.GraphModule, args: Sequence[Any]) -> tuple[fx.GraphModule,
     return traced, views
 
 
-def _substituted(gm: fx.GraphModule, args: Sequence[Any], fakes: list[torch.Tensor], mode: FakeTensorMode) -> Any:
+def _substituted(
+    gm: fx.GraphModule, args: Sequence[Any], fakes: list[torch.Tensor], mode: FakeTensorMode
+) -> fx.GraphModule:
     """`gm` copied node by node at the sizes of `args`: every node that computes a
     size (sym_size, arithmetic on SymInts) is run and becomes the number it is here,
     every other node is copied with those numbers for arguments, its value (`val`)
@@ -186,7 +188,7 @@ def _substituted(gm: fx.GraphModule, args: Sequence[Any], fakes: list[torch.Tens
             with mode:
                 value = node.target(*fx.map_arg(node.args, values.get), **fx.map_arg(node.kwargs, values.get))
             values[node] = value
-            if isinstance(value, (torch.Tensor, tuple, list)):
+            if _holds_tensor(value):
                 copies[node] = graph.call_function(
                     node.target, fx.map_arg(node.args, copies.get), fx.map_arg(node.kwargs, copies.get)
                 )
@@ -200,6 +202,14 @@ def _substituted(gm: fx.GraphModule, args: Sequence[Any], fakes: list[torch.Tens
         else:
             raise NotImplementedError(f"{node.op} node {node.name}")
     return fx.GraphModule(gm, graph)
+
+
+def _holds_tensor(value: Any) -> bool:
+    """A tensor, or a tuple or list with one (a multi-result op's); a torch.Size or a
+    list of sizes is a constant at these sizes."""
+    if isinstance(value, (tuple, list)):
+        return any(_holds_tensor(v) for v in value)
+    return isinstance(value, torch.Tensor)
 
 
 def _keep_original_ops(source: fx.GraphModule, traced: fx.GraphModule) -> None:

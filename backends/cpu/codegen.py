@@ -18,6 +18,7 @@ from mlir import ir
 from mlir.dialects import llvm as llvm_dialect
 
 from mlirc.backends.cpu import jit_pool
+from mlirc.backends.cpu.llvm_worker import middle_end
 from mlirc.config import config
 from mlirc.errors import PipelineError
 from mlirc.passes.cpu_drop_host import compiled_kernel
@@ -146,11 +147,7 @@ def optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
     cores: transformer_encoder 14.4 -> 10.2 ms, elementwise_chain 4.04 -> 3.62 ms,
     bert 16.7 -> 15.5 ms, at about the same compile time.
     """
-    if config.llvm_opt <= 0:
-        return
-    tuning = llvm.create_pipeline_tuning_options(speed_level=min(config.llvm_opt, 3))
-    builder = llvm.create_pass_builder(machine, tuning)
-    builder.getModulePassManager().run(parsed, builder)
+    middle_end(parsed, machine, config.llvm_opt)
 
 
 def compile_kernels(kernels: ir.Module, signatures: list[KernelSignature]) -> CompiledKernels:

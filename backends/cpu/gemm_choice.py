@@ -6,8 +6,8 @@ for the large ones (512x256x1024: 1.33 against 1.60 ms on 2 cores), while its
 fixed cost of ~12 us (primitive lookup) makes it lose on small ones (7x33x129: 17
 against 5 us).  Where the break-even lies depends on the CPU and the thread count,
 so the choice is measured: the first time a wrapper is built for a GEMM of a given
-shape and layout (its row count rounded up to a power of two), both are timed on random operands of that layout in back-to-back
-pairs, and oneDNN is chosen where the median of the pairs' time ratios says it is
+shape and layout (its row count rounded up to a power of two), both are timed on
+random operands of that layout in back-to-back pairs, and oneDNN is chosen where the median of the pairs' time ratios says it is
 faster.  Ratios of neighbouring calls, not each library's best time, because a
 busy neighbour on a shared machine slows whole stretches: on 2 cores a spell of
 contention once made both libraries' minima the single-thread ones and flipped
@@ -72,8 +72,8 @@ def choose_mm(a: torch.Tensor, b: torch.Tensor) -> str:
         return BLAS
     if mode == "onednn":
         return ONEDNN
-    key = (_rows_bucket(a.shape[0]), a.shape[1], a.stride(), tuple(b.shape), b.stride(), a.dtype)
-    key += (torch.get_num_threads(),)
+    rows = _rows_bucket(a.shape[0])
+    key = (rows, a.shape[1], a.stride(), tuple(b.shape), b.stride(), a.dtype, torch.get_num_threads())
     if key not in _choices:
         _choices[key] = _measure(a, b)
     return _choices[key]

@@ -5,7 +5,7 @@ new batch size on 2 cores), and llvmlite serializes all LLVM work in a process. 
 the kernels module (LLVM dialect) is split into shards -- each kernel with the
 private functions it calls (its OpenMP chunk), balanced by size -- and each shard
 is compiled to object code by a worker process (backends/cpu/llvm_worker.py); the
-parent loads the objects into one engine (codegen.load_objects).
+parent loads the objects into one engine (codegen.compile_kernels).
 
 The workers start with the first compile that wants them (in parallel with the rest
 of it: Popen returns at once), live as long as the process, and are replaced when

@@ -1,7 +1,7 @@
 """A process that turns LLVM IR into object code for mlirc (backends/cpu/jit_pool.py).
 
-Run as a script, never imported by mlirc: it loads llvmlite and nothing else, so it
-starts in a tenth of a second.  llvmlite serializes every LLVM call in a process
+Run as a script: it loads llvmlite and nothing else (not mlirc, which loads torch), so
+it starts in a tenth of a second.  mlirc imports it for its framing and `middle_end`.  llvmlite serializes every LLVM call in a process
 behind one lock, so kernels compile on several cores only in several processes.
 
 Protocol on stdin/stdout, one request at a time: an 8-byte little-endian length,
@@ -30,11 +30,16 @@ def compile_object(request: dict) -> bytes:
     machine = llvm.Target.from_default_triple().create_target_machine(
         cpu=request["cpu"], features=request["features"], opt=3, jit=True
     )
-    if request["opt"] > 0:
-        tuning = llvm.create_pipeline_tuning_options(speed_level=min(request["opt"], 3))
+    middle_end(module, machine, request["opt"])
+    return machine.emit_object(module)
+
+
+def middle_end(module: llvm.ModuleRef, machine: llvm.TargetMachine, level: int) -> None:
+    """LLVM's -O`level` module pipeline (nothing at 0); codegen.optimize's too."""
+    if level > 0:
+        tuning = llvm.create_pipeline_tuning_options(speed_level=min(level, 3))
         builder = llvm.create_pass_builder(machine, tuning)
         builder.getModulePassManager().run(module, builder)
-    return machine.emit_object(module)
 
 
 def serve(source: object, sink: object) -> None:
