@@ -33,14 +33,28 @@ def _attr(value: object) -> ir.Attribute:
     raise VerificationError(f"cannot make an attribute from {value!r}")
 
 
-def create(name: str, operands: Sequence[ir.Value], result_type: ir.Type, **attrs: object) -> ir.Value:
-    """Create `mlirc.<name>`; the generic entry point the specific builders share."""
+# A shape whose symbolic dims are given by their sizes at run time (`index` values):
+# what a sized op (reshape, broadcast, iota) is built from.
+MixedShape = Sequence[int | ir.Value]
+
+
+def split_mixed(dims: MixedShape) -> tuple[list[int | None], list[ir.Value]]:
+    """A mixed shape as the static shape of its type (None: `?`) and the sizes of its `?` dims."""
+    static = [d if isinstance(d, int) else None for d in dims]
+    return static, [d for d in dims if isinstance(d, ir.Value)]
+
+
+def create(
+    name: str, operands: Sequence[ir.Value], result_type: ir.Type, sizes: Sequence[ir.Value] = (), **attrs: object
+) -> ir.Value:
+    """Create `mlirc.<name>`; the generic entry point the specific builders share.
+    `sizes`: a sized op's `?` result dims, in order."""
     if name not in OPS:
         raise VerificationError(f"unknown mlirc op '{name}'")
     op = ir.Operation.create(
         f"mlirc.{name}",
         results=[result_type],
-        operands=list(operands),
+        operands=[*operands, *sizes],
         attributes={key: _attr(val) for key, val in attrs.items()},
     )
     return op.result
@@ -75,16 +89,20 @@ def reduce(name: str, value: ir.Value, dims: Sequence[int], keepdim: bool, elem:
     return create(name, [value], shapes.tensor_type(out_shape, elem), dims=list(dims), keepdim=keepdim)
 
 
-def reshape(value: ir.Value, shape: Sequence[int]) -> ir.Value:
-    if tuple(shape) == shapes.shape_of(value):
+def reshape(value: ir.Value, shape: MixedShape) -> ir.Value:
+    """`value` viewed as `shape`: ints, or the `index` sizes of its symbolic dims."""
+    static, sizes = split_mixed(shape)
+    if not sizes and tuple(static) == shapes.shape_of(value):
         return value
-    return create("reshape", [value], shapes.tensor_type(shape, shapes.elem_of(value)))
+    return create("reshape", [value], shapes.tensor_type(static, shapes.elem_of(value)), sizes)
 
 
-def broadcast(value: ir.Value, shape: Sequence[int]) -> ir.Value:
-    if tuple(shape) == shapes.shape_of(value):
+def broadcast(value: ir.Value, shape: MixedShape) -> ir.Value:
+    """`value` expanded to `shape` (ints, or the `index` sizes of its symbolic dims)."""
+    static, sizes = split_mixed(shape)
+    if tuple(static) == shapes.shape_of(value) and None not in static:
         return value
-    return create("broadcast", [value], shapes.tensor_type(shape, shapes.elem_of(value)))
+    return create("broadcast", [value], shapes.tensor_type(static, shapes.elem_of(value)), sizes)
 
 
 def permute(value: ir.Value, perm: Sequence[int]) -> ir.Value:
@@ -94,6 +112,19 @@ def permute(value: ir.Value, perm: Sequence[int]) -> ir.Value:
     return create(
         "permute", [value], shapes.tensor_type([shape[p] for p in perm], shapes.elem_of(value)), perm=list(perm)
     )
+
+
+def iota(shape: MixedShape, dim: int, elem: ir.Type) -> ir.Value:
+    """Indices along `dim` of a tensor of `shape` (ints, or the sizes of symbolic dims)."""
+    static, sizes = split_mixed(shape)
+    return create("iota", [], shapes.tensor_type(static, elem), sizes, dim=dim)
+
+
+def from_size(size: int | ir.Value, elem: ir.Type) -> ir.Value:
+    """A size as a 0-d tensor of `elem`: a constant where it is static."""
+    if isinstance(size, int):
+        return scalar_constant(size, elem)
+    return create("from_size", [size], shapes.tensor_type([], elem))
 
 
 def constant(attr: ir.DenseElementsAttr) -> ir.Value:

@@ -2,7 +2,8 @@
 
 Every op has exactly one result.  Operand and attribute names are part of the
 signature so that IRDL checks arity and the presence of attributes; types are
-builtin ranked tensors, and their shape/dtype rules live in `shapes.py`.
+builtin ranked tensors, `?` where a size is symbolic, and their shape/dtype rules
+live in `shapes.py` (what a `?` is at run time: `dims.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ class OpSignature:
     operands: tuple[str, ...] = ("x",)
     attributes: tuple[str, ...] = ()
     variadic: bool = False  # a single variadic operand group (concat)
+    # Trailing `index` operands, one per `?` dim of the result, in order: the sizes an
+    # op creates rather than takes from its operands (a reshape to [s0, s1, 64]).
+    sized: bool = False
+    # `index` operands that are values, not sizes (from_size's)
+    index_operands: tuple[str, ...] = ()
 
 
 UNARY_OPS = (
@@ -51,8 +57,8 @@ OPS: dict[str, OpSignature] = {
     **{name: OpSignature(attributes=("dims", "keepdim")) for name in REDUCTION_OPS},
     "select": OpSignature(("cond", "on_true", "on_false")),
     "convert": OpSignature(),
-    "broadcast": OpSignature(),
-    "reshape": OpSignature(),
+    "broadcast": OpSignature(sized=True),
+    "reshape": OpSignature(sized=True),
     "permute": OpSignature(attributes=("perm",)),
     "slice": OpSignature(attributes=("starts", "steps")),
     # Binary: IRDL binds one type to a variadic group, and concat's inputs differ in
@@ -61,8 +67,10 @@ OPS: dict[str, OpSignature] = {
     "pad": OpSignature(("x", "value"), attributes=("low", "high")),
     "gather": OpSignature(("x", "index"), attributes=("dim",)),
     "index_select": OpSignature(("x", "index"), attributes=("dim",)),
-    "iota": OpSignature((), attributes=("dim",)),
+    "iota": OpSignature((), attributes=("dim",), sized=True),
     "constant": OpSignature((), attributes=("value",)),
+    # A size as a 0-d tensor (a mean's count over a symbolic dim)
+    "from_size": OpSignature((), index_operands=("size",)),
     "matmul": OpSignature(("lhs", "rhs")),
     "batch_matmul": OpSignature(("lhs", "rhs")),
     "conv2d": OpSignature(("x", "weight"), attributes=("stride", "padding", "dilation", "groups")),
@@ -103,6 +111,11 @@ def irdl_source() -> str:
             operands = f"{sig.operands[0]}: variadic %v"
         else:
             operands = ", ".join(f"{operand}: %c{i}" for i, operand in enumerate(sig.operands))
+        if sig.sized or sig.index_operands:
+            lines.append("    %index = irdl.is index")
+            extra = [f"{name}: %index" for name in sig.index_operands]
+            extra += ["sizes: variadic %index"] if sig.sized else []
+            operands = ", ".join(filter(None, [operands, *extra]))
         lines.append(f"    irdl.operands({operands})")
         lines.append(f"    irdl.results(result: %c{len(sig.operands)})")
         if sig.attributes:

@@ -66,14 +66,24 @@ def element_type(dtype: torch.dtype) -> ir.Type:
     return ir.Type.parse(TORCH_TO_MLIR[dtype])
 
 
-def tensor_type(shape: Sequence[int | None], elem: ir.Type) -> ir.RankedTensorType:
-    dims = [ir.ShapedType.get_dynamic_size() if d is None else int(d) for d in shape]
+def static_dim(size: int | torch.SymInt) -> int | None:
+    """A torch size as a static dim: None where it is symbolic (Dynamo's `s0`, `2*s1`).
+    Never `int()` on a SymInt: that would add a guard pinning its value."""
+    if isinstance(size, torch.SymInt):
+        expr = size.node.expr
+        return int(expr) if expr.is_number else None
+    return int(size)
+
+
+def tensor_type(shape: Sequence[int | torch.SymInt | None], elem: ir.Type) -> ir.RankedTensorType:
+    dims = [ir.ShapedType.get_dynamic_size() if d is None else static_dim(d) for d in shape]
+    dims = [ir.ShapedType.get_dynamic_size() if d is None else d for d in dims]
     return ir.RankedTensorType.get(dims, elem)
 
 
-def torch_tensor_type(shape: Sequence[int | None], dtype: torch.dtype) -> ir.RankedTensorType:
+def torch_tensor_type(shape: Sequence[int | torch.SymInt | None], dtype: torch.dtype) -> ir.RankedTensorType:
     """The one place that turns a torch shape/dtype into an IR type (symbolic dims -> `?`)."""
-    return tensor_type(shape, element_type(dtype))
+    return tensor_type([None if d is None else static_dim(d) for d in shape], element_type(dtype))
 
 
 def shape_of(value_or_type: ir.Value | ir.Type) -> Shape:
@@ -96,7 +106,8 @@ def is_bool(elem: ir.Type) -> bool:
 
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
-    """numpy/torch broadcasting of static shapes."""
+    """numpy/torch broadcasting.  A symbolic dim (None) against a static one is
+    symbolic, as torch's metadata has it (Dynamo guarded them equal)."""
     rank = max((len(s) for s in shapes), default=0)
     out: list[int | None] = []
     for axis in range(rank):
@@ -105,7 +116,9 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
             i = axis - (rank - len(shape))
             if i < 0 or shape[i] == 1:
                 continue
-            if dim in (1, None) or shape[i] == dim:
+            if shape[i] is None or dim is None:
+                dim = None
+            elif dim == 1 or shape[i] == dim:
                 dim = shape[i]
             else:
                 raise VerificationError(f"shapes {list(shapes)} do not broadcast")

@@ -12,6 +12,7 @@ well-formed attributes instead of dying with an internal error.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 
 from mlir import ir
@@ -21,6 +22,7 @@ from mlirc.dialects.mlirc_dialect import (
     BINARY_OPS,
     FLOAT_OPS,
     INTEGER_OPS,
+    OPS,
     PREDICATE_OPS,
     REDUCTION_OPS,
     UNARY_OPS,
@@ -118,6 +120,8 @@ def _slice(op: ir.Operation) -> str | None:
     for d, (size, start, step, n) in enumerate(zip(shape, starts, steps, out, strict=True)):
         if step < 1 or start < 0:
             return f"dim {d}: start {start} and step {step} must be >= 0 and >= 1"
+        if n is None and (size is not None or start or step != 1):
+            return f"dim {d}: a symbolic result dim must be its whole symbolic input dim (start 0, step 1)"
         if size is not None and n is not None and n and start + (n - 1) * step >= size:
             return f"dim {d}: {n} elements from {start} every {step} run past its size {size}"
     return None
@@ -195,6 +199,31 @@ def _max_pool2d(op: ir.Operation) -> str | None:
     return _window_attrs(op, ("kernel", "stride", "padding", "dilation"))
 
 
+def _sizes_match(op: ir.Operation) -> str | None:
+    """A sized op has one `index` size per `?` dim of its result, after its tensors."""
+    sizes = [v for v in op.operands if isinstance(v.type, ir.IndexType)]
+    dynamic = sum(d is None for d in _ranked(op.results[0]))
+    if len(sizes) != dynamic:
+        return f"has {len(sizes)} size operands for {dynamic} dynamic result dims"
+    return None
+
+
+@rule("reshape")
+def _reshape(op: ir.Operation) -> str | None:
+    source, out = _ranked(op.operands[0]), _ranked(op.results[0])
+    if None not in source and None not in out and math.prod(source) != math.prod(out):
+        return f"reshapes {list(source)} ({math.prod(source)} elements) to {list(out)}"
+    return None
+
+
+@rule("broadcast")
+def _broadcast(op: ir.Operation) -> str | None:
+    source, out = _ranked(op.operands[0]), _ranked(op.results[0])
+    lead = len(out) - len(source)
+    bad = lead < 0 or any(s not in (1, None) and s != out[lead + i] for i, s in enumerate(source))
+    return f"cannot broadcast {list(source)} to {list(out)}" if bad else None
+
+
 @rule("constant")
 def _constant(op: ir.Operation) -> str | None:
     value = op.attributes["value"]
@@ -205,7 +234,7 @@ def _constant(op: ir.Operation) -> str | None:
 
 def _element_types(name: str, op: ir.Operation) -> str | None:
     """The element types FLOAT_OPS, INTEGER_OPS and PREDICATE_OPS take and give."""
-    inputs = [shapes.elem_of(v) for v in op.operands]
+    inputs = [shapes.elem_of(v) for v in op.operands if isinstance(v.type, ir.ShapedType)]
     result = shapes.elem_of(op.results[0])
     if name in FLOAT_OPS and not all(shapes.is_float(t) for t in [*inputs, result]):
         return f"takes and gives floats, not {', '.join(map(str, inputs))} -> {result}"
@@ -218,10 +247,16 @@ def _element_types(name: str, op: ir.Operation) -> str | None:
 
 def _problem(op: ir.Operation) -> str | None:
     name = op.name.removeprefix("mlirc.")
+    sized = name in OPS and OPS[name].sized
     try:
-        if any(not isinstance(v.type, ir.ShapedType) for v in [*op.operands, *op.results]):
+        tensors = [v for v in [*op.operands, *op.results] if not isinstance(v.type, ir.IndexType)]
+        if any(not isinstance(v.type, ir.ShapedType) for v in tensors):
             return None  # IRDL's diagnostic (builtin tensors only) is the one to show
-        return _element_types(name, op) or (RULES[name](op) if name in RULES else None)
+        return (
+            (_sizes_match(op) if sized else None)
+            or _element_types(name, op)
+            or (RULES[name](op) if name in RULES else None)
+        )
     except VerificationError as err:
         return str(err)
 

@@ -20,16 +20,22 @@ from torch._functorch.aot_autograd import make_boxed_func
 from mlirc.config import config
 from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.frontend import dynamic, partitioner
-from mlirc.frontend.compile import compile_region
+from mlirc.frontend.compile import SymbolicRegion, compile_region
 from mlirc.frontend.decompositions import decomposition_table
 from mlirc.frontend.library_kernels import is_library_kernel
+from mlirc.frontend.lowerings.api import computes_a_size
 from mlirc.frontend.stats import stats
 
 log = logging.getLogger(__name__)
 
 
 def _compute_nodes(gm: fx.GraphModule) -> int:
-    return sum(1 for n in gm.graph.nodes if n.op == "call_function" and n.target.__class__.__name__ == "OpOverload")
+    """The graph's ATen ops, but those that compute sizes (sym_size of a symbolic graph)."""
+    return sum(
+        1
+        for n in gm.graph.nodes
+        if n.op == "call_function" and n.target.__class__.__name__ == "OpOverload" and not computes_a_size(n)
+    )
 
 
 def _device_of(example_inputs: Sequence[Any]) -> torch.device:
@@ -174,9 +180,42 @@ def _compile_symbolic(
     def specialize_failed(err: Exception) -> Callable:
         return _graph_failed(gm, "specializing its symbolic sizes", err)
 
-    specialized = dynamic.SizeSpecialized(gm, example_inputs, compile_static, user_outputs, specialize_failed)
+    def symbolic() -> _SymbolicGraph:
+        unsupported = partitioner.unsupported_nodes(gm, symbolic=True)
+        if unsupported:
+            node, reason = unsupported[0]
+            raise UnsupportedOpError(str(node.target), reason)
+        return _SymbolicGraph(gm, _device_of(example_inputs))
+
+    specialized = dynamic.SizeSpecialized(
+        gm, example_inputs, compile_static, user_outputs, specialize_failed, None if autotune else symbolic
+    )
     specialized.prepare(dynamic.hinted_arguments(example_inputs))
     return specialized
+
+
+class _SymbolicGraph:
+    """A whole graph imported with symbolic sizes, compiled per size by binding them
+    (frontend/compile.py SymbolicRegion), counted in the stats as a static compile is."""
+
+    def __init__(self, gm: fx.GraphModule, device: torch.device) -> None:
+        self.region = SymbolicRegion(gm, device)
+        stats().symbolic_imports += 1
+        self.single = _output_is_single(gm)
+        self.nodes = _compute_nodes(gm)
+
+    def sizes(self, args: list) -> tuple[int, ...]:
+        return self.region.sizes(args)
+
+    def compile_at(self, sizes: tuple[int, ...], eager: list) -> Callable:
+        compiled = self.region.compile_at(sizes, eager)
+        st = stats()
+        st.graphs += 1
+        st.compiled_regions += 1
+        st.compiled_nodes += self.nodes
+        st.kernels += compiled.kernel_count
+        call = compiled.call
+        return call if not self.single else (lambda *a: call(*a)[0])
 
 
 EAGER_STRIDES = "mlirc_eager_strides"  # output node meta: the strides each result must have

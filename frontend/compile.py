@@ -22,16 +22,18 @@ from mlirc.backends import gpu as gpu_backend
 from mlirc.backends.cpu import codegen, jit_pool
 from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
-from mlirc.dialects import make_context
+from mlirc.dialects import layouts, make_context
+from mlirc.dialects.attributes import RESULT_EAGER_ATTR
 from mlirc.errors import MlircError, PipelineError
 from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
+from mlirc.passes import bind_sizes
 from mlirc.passes.cpu_parallelize import CpuParallelizeOptions
 from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
 from mlirc.passes.gpu_matmul import GpuMatmulOptions
 from mlirc.passes.outline_library_calls import OutlineLibraryCallsOptions
 from mlirc.passes.pipelines import configured
-from mlirc.passes.registry import run_passes
+from mlirc.passes.registry import format_element, run_passes
 
 log = logging.getLogger(__name__)
 
@@ -153,25 +155,43 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autot
     return _compile_region(gm, device, options)
 
 
-def _compile_region(gm: fx.GraphModule, device: torch.device, options: PassOptions) -> CompiledRegion:
-    name = f"region{next(_region_numbers)}"
+def _import(gm: fx.GraphModule, device: torch.device, name: str) -> tuple[ir.Module, dict[str, str]]:
     if device.type == "cpu":
         jit_pool.start_workers()  # they start up while the graph goes through the stages
-    context = make_context()
     module = _step(
         "mlirc-import",
-        lambda: FxImporter(context).import_graph(gm, target=device.type),
+        lambda: FxImporter(make_context()).import_graph(gm, target=device.type),
         lambda: f"the FX graph is in {_saved(gm.print_readable(print_output=False), name, 'fx-graph', 'py')}",
     )
     stage_ir = {"mlirc": str(module)}
     _dump(name, "mlirc", stage_ir["mlirc"])
+    return module, stage_ir
+
+
+def _compile_region(gm: fx.GraphModule, device: torch.device, options: PassOptions) -> CompiledRegion:
+    name = f"region{next(_region_numbers)}"
+    module, stage_ir = _import(gm, device, name)
+    return _finish(gm, module, device, options, name, stage_ir, "mlirc")
+
+
+def _finish(
+    gm: fx.GraphModule,
+    module: ir.Module,
+    device: torch.device,
+    options: PassOptions,
+    name: str,
+    stage_ir: dict[str, str],
+    done: str,
+) -> CompiledRegion:
+    """The stages after `done` (a stage's name, or "mlirc": none) on `module`, then the call."""
     outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
     backend = BACKENDS.get(device.type, BACKENDS["cpu"])
-    with context:
-        before = stage_ir["mlirc"]
-        for stage in backend.stages:
+    stages = backend.stages[backend.stages.index(done) + 1 :] if done in backend.stages else backend.stages
+    with module.context:
+        before = stage_ir[done]
+        for stage in stages:
             _run_stage(module, stage, name, stage_ir, options, before)
             before = stage_ir[stage]
         call, source, kernel_count = backend.build(module, name, stage_ir, result_dtypes, device, options)
@@ -234,6 +254,57 @@ def _build_gpu(
         "mlirc-host-wrapper", lambda: runtime.build_wrapper(module, launchers, result_dtypes, device), gpu_ir
     )
     return call, source, len(launchers)
+
+
+class SymbolicRegion:
+    """A graph of symbolic sizes imported once, then compiled at each concrete size by
+    binding its sizes (passes/bind_sizes.py) and running the stages after `BOUND_AFTER`.
+    The importer does not guard on a symbolic size: what it cannot import without
+    (frontend/dynamic.py no_new_guards) raises here, and the caller compiles that
+    graph per size from its FX graph instead.
+
+    The sizes are bound right after import: the linalg stage's passes decide on
+    static sizes (a split reduction's, a slice folded into its reader's map), and
+    run at each size.  Each stage that compiles `?` dims as well as static ones moves
+    the binding after it, towards kernels that take their sizes at run time."""
+
+    BOUND_AFTER = "mlirc"
+
+    def __init__(self, gm: fx.GraphModule, device: torch.device, options: PassOptions | None = None) -> None:
+        self.gm, self.device = gm, device
+        self.options = pass_options() if options is None else options
+        self.name = f"region{next(_region_numbers)}"
+        module, self.stage_ir = _import(gm, device, self.name)
+        with module.context:
+            before = self.stage_ir["mlirc"]
+            for stage in (
+                BACKENDS[device.type].stages[: BACKENDS[device.type].stages.index(self.BOUND_AFTER) + 1]
+                if self.BOUND_AFTER != "mlirc"
+                else ()
+            ):
+                _run_stage(module, stage, self.name, self.stage_ir, self.options, before)
+                before = self.stage_ir[stage]
+        self.context = module.context
+        self.slots = bind_sizes.symbolic_slots(bind_sizes.entry_function(module.operation))
+
+    def sizes(self, args: list) -> tuple[int, ...]:
+        """The entry's symbolic sizes in a call with `args` (the graph's placeholders'
+        values, in order): what mlirc-bind-sizes takes."""
+        return tuple(int(args[i]) if d is None else int(args[i].shape[d]) for i, d in self.slots)
+
+    def compile_at(self, sizes: tuple[int, ...], eager: list | None) -> CompiledRegion:
+        """The region at `sizes`; `eager`: (shape, strides) per result, as eager's are."""
+        name = f"{self.name}-{'x'.join(map(str, sizes))}"
+        module = ir.Module.parse(self.stage_ir[self.BOUND_AFTER], self.context)
+        with module.context:
+            pipeline = format_element("mlirc-bind-sizes", bind_sizes.BindSizesOptions(sizes))
+            _step("mlirc-bind-sizes", lambda: run_passes(module, [pipeline], stage="mlirc-bind-sizes"))
+            if eager is not None:
+                entry = bind_sizes.entry_function(module.operation)
+                entry.attributes[RESULT_EAGER_ATTR] = layouts.encode_eager(eager)
+        stage_ir = {self.BOUND_AFTER: str(module)}
+        _dump(name, "bound", stage_ir[self.BOUND_AFTER])
+        return _finish(self.gm, module, self.device, self.options, name, stage_ir, self.BOUND_AFTER)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,13 @@ concrete sizes (its SymInt arguments and size arithmetic become constants), comp
 that static graph with the ordinary pipeline and keeps it under the call's sizes, strides and
 integer arguments: a kernel is only ever run at the sizes it was built for.
 
+Where the whole graph imports with symbolic sizes, it is imported and lowered to
+linalg once (frontend/compile.py SymbolicRegion) and each size only binds its sizes
+and runs the later stages; where it does not (an op that needs a static size, a
+result that views an argument), each size's static graph is made from the FX graph
+(`specialize`).  The import must not guard on a symbolic size: `no_new_guards`
+turns any attempt into an error rather than let it pin the size it was traced at.
+
 The sizes of Dynamo's outputs are expressions in its symbols (`s0*s1`, `s0//2`);
 `bindings` reads the symbols' values off a call's arguments and `evaluate` computes
 any expression from them.  A graph that keeps seeing new sizes stops compiling them
@@ -16,11 +23,12 @@ after `config.dynamic_sizes` and runs eagerly from then on, with a warning.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import operator
 import warnings
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
 
 import sympy
 import torch
@@ -32,6 +40,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from mlirc.config import config
+from mlirc.dialects import layouts
+from mlirc.errors import UnsupportedOpError
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +90,58 @@ def evaluate(size: int | torch.SymInt, symbols: dict[sympy.Symbol, int]) -> int:
     if not value.is_number:
         raise ValueError(f"size {size.node.expr} depends on symbols no argument binds: {value.free_symbols}")
     return int(value)
+
+
+class SizeWouldSpecialize(UnsupportedOpError):
+    """Importing needed a symbolic size's value (a guard on it)."""
+
+
+def _shape_envs(example_inputs: Sequence[Any]) -> list:
+    envs: dict[int, Any] = {}
+    for x in example_inputs:
+        sizes = [x] if isinstance(x, torch.SymInt) else list(x.shape) if isinstance(x, torch.Tensor) else []
+        for size in sizes:
+            if isinstance(size, torch.SymInt):
+                envs[id(size.node.shape_env)] = size.node.shape_env
+    return list(envs.values())
+
+
+@contextlib.contextmanager
+def no_new_guards(example_inputs: Sequence[Any]) -> Iterator[None]:
+    """While active, a question about a symbolic size that its known ranges do not
+    answer (`s0 == 4`, `int(s0)`) raises SizeWouldSpecialize instead of adding a
+    guard and answering for the traced size."""
+    envs = _shape_envs(example_inputs)
+
+    def refusing(env: Any) -> Callable:
+        def evaluate_expr(expr: Any, *args: Any, **kwargs: Any) -> Any:
+            known = env._maybe_evaluate_static(expr)
+            if known is None:
+                raise SizeWouldSpecialize(str(expr), "needs the value of a symbolic size")
+            return known
+
+        return evaluate_expr
+
+    for env in envs:
+        env.evaluate_expr = refusing(env)  # an instance attribute over the method
+    try:
+        yield
+    finally:
+        for env in envs:
+            del env.evaluate_expr
+
+
+def returns_argument_views(gm: fx.GraphModule) -> bool:
+    """Does a result share storage with an argument (a view of it)?"""
+    storages = {
+        StorageWeakRef(m.untyped_storage())
+        for n in gm.graph.nodes
+        if n.op == "placeholder" and isinstance(m := n.meta.get("val"), torch.Tensor)
+    }
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    results = output.args[0] if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+    metas = [r.meta.get("val") for r in results if isinstance(r, fx.Node)]
+    return any(isinstance(m, torch.Tensor) and StorageWeakRef(m.untyped_storage()) in storages for m in metas)
 
 
 # Views at a storage offset of their own choosing, not their input's plus a constant
@@ -267,14 +329,24 @@ def static_outputs(user_outputs: list | None, symbols: dict[sympy.Symbol, int]) 
 StaticCompiler = Callable[[fx.GraphModule, list, "list | None"], Callable]
 
 
+class SymbolicCompiler(Protocol):
+    """A graph imported once with its symbolic sizes (frontend/compile.py SymbolicRegion)."""
+
+    def sizes(self, args: list) -> tuple[int, ...]: ...
+
+    def compile_at(self, sizes: tuple[int, ...], eager: list) -> Callable: ...
+
+
 class SizeSpecialized:
     """A symbolic graph's callable: a static compile per concrete call signature."""
 
     def __init__(
         self, gm: fx.GraphModule, example_inputs: Sequence[Any], compile_static: StaticCompiler, user_outputs: list | None,
-        failed: Callable[[Exception], Callable],
+        failed: Callable[[Exception], Callable], symbolic: Callable[[], SymbolicCompiler] | None = None,
     ) -> None:  # fmt: skip
         self.failed = failed  # what runs a size whose graph could not be made static (eagerly)
+        self.make_symbolic = symbolic
+        self.symbolic: SymbolicCompiler | None | bool = None  # False: the graph does not import symbolically
         self.gm = gm
         self.example_inputs = list(example_inputs)
         self.compile_static = compile_static
@@ -298,6 +370,10 @@ class SizeSpecialized:
                     stacklevel=3,
                 )
             return lambda *a: self.gm(*a)
+        fn = self._bound(args)
+        if fn is not None:
+            self.compiled[key] = fn
+            return fn
         try:
             symbols = bindings(self.example_inputs, args)
             static, views = specialize(self.gm, args)
@@ -320,6 +396,56 @@ class SizeSpecialized:
     def __call__(self, *args: Any) -> Any:
         fn = self.compiled.get(self.key(args))
         return (fn or self.prepare(args))(*args)
+
+    def _bound(self, args: Sequence[Any]) -> Callable | None:
+        """The graph imported once with symbolic sizes, compiled at the sizes of `args`;
+        None where it did not import so, or these arguments are not row-major."""
+        if self.symbolic is None:
+            self.symbolic = self._import_symbolic() or False
+        tensors = [i for i, x in enumerate(self.example_inputs) if isinstance(x, torch.Tensor)]
+        if not self.symbolic or any(layouts.plan(args[i].shape, args[i].stride()) for i in tensors):
+            return None
+        symbolic: SymbolicCompiler = self.symbolic  # type: ignore[assignment]
+        try:
+            compiled = symbolic.compile_at(symbolic.sizes(list(args)), self._eager_results(args))
+        except Exception:  # noqa: BLE001 - the FX graph's specialization is the fallback
+            log.debug("compiling the symbolic import failed; specializing the FX graph", exc_info=True)
+            return None
+        output = next(n for n in self.gm.graph.nodes if n.op == "output")
+        count = len(output.args[0]) if isinstance(output.args[0], (tuple, list)) else 1
+        return _tensors_only(compiled, len(args), tensors, [None] * count, [None] * count)
+
+    def _import_symbolic(self) -> SymbolicCompiler | None:
+        if self.make_symbolic is None or returns_argument_views(self.gm):
+            return None
+        try:
+            with no_new_guards(self.example_inputs):
+                return self.make_symbolic()
+        except Exception:  # noqa: BLE001 - the FX graph's specialization is the fallback
+            log.debug("the graph does not import with symbolic sizes", exc_info=True)
+            return None
+
+    def _eager_results(self, args: Sequence[Any]) -> list:
+        """(shape, strides) of each result at the sizes of `args`: Dynamo's outputs'
+        where the graph returns them one for one (frontend/backend._keep_user_strides),
+        else the graph's own."""
+        symbols = bindings(self.example_inputs, args)
+        output = next(n for n in self.gm.graph.nodes if n.op == "output")
+        results = list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+        metas = [r.meta["val"] for r in results if r is not None]
+        own = [
+            (tuple(evaluate(d, symbols) for d in m.shape), tuple(evaluate(d, symbols) for d in m.stride()))
+            for m in metas
+        ]
+        user = static_outputs(self.user_outputs, symbols)
+        if user is None or len(user) != len(own):
+            return own
+        if any(
+            not isinstance(u, torch.Tensor) or tuple(u.shape) != o[0] or u.dtype != m.dtype
+            for u, o, m in zip(user, own, metas, strict=True)
+        ):
+            return own
+        return [(tuple(u.shape), tuple(u.stride())) for u in user]
 
 
 def _take_constant_outputs(gm: fx.GraphModule) -> list:

@@ -2,8 +2,14 @@
 
 The importer walks the graph in order and maps each node through the lowering
 table of `mlirc.frontend.lowerings` (keyed by ATen OpOverload).  Types come from each node's
-FakeTensor metadata through `shapes.torch_tensor_type`, the one place that would
-emit `?` for symbolic dims.
+FakeTensor metadata through `shapes.torch_tensor_type`, the one place that emits
+`?` for symbolic dims.
+
+A graph with symbolic sizes (Dynamo's `s0`) imports with `?` dims: a SymInt
+argument becomes an `index` argument, nodes that only compute sizes (sym_size,
+arithmetic on SymInts) emit nothing themselves, and the sized ops that need a
+symbolic size get it as an `index` value (frontend/lowerings/sizes.py).  Tensor
+arguments and results of symbolic size must be row-major at the traced sizes.
 """
 
 from __future__ import annotations
@@ -30,8 +36,9 @@ from mlirc.dialects.mlirc_dialect import make_context
 from mlirc.dialects.runtime_checks import encode
 from mlirc.dialects.verifier import verify_ops
 from mlirc.errors import UnsupportedOpError, VerificationError
+from mlirc.frontend.dynamic import hint_int
 from mlirc.frontend.lowerings import LOWERINGS
-from mlirc.frontend.lowerings.api import LoweringContext, attr_value, node_meta
+from mlirc.frontend.lowerings.api import LoweringContext, attr_value, computes_a_size, node_meta
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +66,7 @@ class FxImporter:
             placeholders = [n for n in gm.graph.nodes if n.op in ("placeholder", "get_attr")]
             placeholders.sort(key=lambda n: n.op == "get_attr")
             arg_layouts = [_layout_of(n) for n in placeholders]
-            arg_types = [self._buffer_type(n, lay) for n, lay in zip(placeholders, arg_layouts, strict=True)]
+            arg_types = [self._arg_type(n, lay) for n, lay in zip(placeholders, arg_layouts, strict=True)]
             output_node = next(n for n in gm.graph.nodes if n.op == "output")
             outputs = output_node.args[0]
             outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
@@ -71,9 +78,18 @@ class FxImporter:
             values = lctx.values
             with ir.InsertionPoint(entry):
                 for node, arg, layout in zip(placeholders, entry.arguments, arg_layouts, strict=True):
-                    values[node] = _from_buffer(arg, layout, tuple(node_meta(node).shape))
+                    meta = node_meta(node)
+                    if isinstance(meta, torch.SymInt):
+                        values[node] = meta
+                        lctx.sizes.bind_value(meta, arg)
+                        continue
+                    values[node] = _from_buffer(arg, layout, tuple(meta.shape))
+                    lctx.sizes.bind_tensor(values[node], meta.shape)
                 for node in gm.graph.nodes:
                     if node.op != "call_function":
+                        continue
+                    if computes_a_size(node):
+                        values[node] = node_meta(node)
                         continue
                     with ir.Location.name(_location_name(node)):
                         values[node] = self._lower_node(node, lctx, LOWERINGS)
@@ -116,13 +132,16 @@ class FxImporter:
             fn.attributes[ARG_LAYOUTS_ATTR] = layouts.encode(arg_layouts)
         if any(result_layouts):
             fn.attributes[RESULT_LAYOUTS_ATTR] = layouts.encode(result_layouts)
-        metas = [node_meta(n) for n in outputs]
-        fn.attributes[RESULT_EAGER_ATTR] = layouts.encode_eager(
-            [(m.shape, s or m.stride()) for m, s in zip(metas, eager_strides, strict=True)]
-        )
+        eager = [(m.shape, s or m.stride()) for m, s in zip(map(node_meta, outputs), eager_strides, strict=True)]
+        if all(isinstance(d, int) for shape, strides in eager for d in (*shape, *strides)):
+            # else known per call only: binding the sizes sets it (passes/bind_sizes.py)
+            fn.attributes[RESULT_EAGER_ATTR] = layouts.encode_eager(eager)
 
-    def _buffer_type(self, node: fx.Node, layout: layouts.Layout | None) -> ir.Type:
-        """An argument's type: the tensor's, or the dense buffer its layout holds it in."""
+    def _arg_type(self, node: fx.Node, layout: layouts.Layout | None) -> ir.Type:
+        """An argument's type: the tensor's, or the dense buffer its layout holds it in;
+        a SymInt's size as an `index`."""
+        if isinstance(node_meta(node), torch.SymInt):
+            return ir.IndexType.get()
         if layout is None:
             return self._type_of(node)
         meta = node_meta(node)
@@ -162,7 +181,15 @@ def _layout_of(node: fx.Node, strides: tuple[int, ...] | None = None) -> layouts
     meta = node_meta(node)
     if not isinstance(meta, torch.Tensor):
         return None
-    return layouts.plan(tuple(meta.shape), tuple(strides or meta.stride()))
+    strides = tuple(strides or meta.stride())
+    if all(isinstance(d, int) for d in (*meta.shape, *strides)):
+        return layouts.plan(tuple(meta.shape), strides)
+    # A symbolic layout is planned at the traced sizes; the importer takes row-major
+    # ones only (a permuted buffer of symbolic dims is not built yet).
+    layout = layouts.plan([hint_int(d) for d in meta.shape], [hint_int(d) for d in strides])
+    if layout is not None:
+        raise UnsupportedOpError(node.name, "a tensor of symbolic size that is not row-major")
+    return None
 
 
 def _from_buffer(arg: ir.Value, layout: layouts.Layout | None, shape: tuple[int, ...]) -> ir.Value:

@@ -9,13 +9,14 @@ from typing import Any
 
 import torch
 import torch.fx as fx
+from torch.fx.experimental import symbolic_shapes
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
 from mlirc.config import config
 from mlirc.dialects import shapes
 from mlirc.frontend.lowerings import CHECKS, LOWERINGS
-from mlirc.frontend.lowerings.api import node_meta
+from mlirc.frontend.lowerings.api import computes_a_size, node_meta
 
 log = logging.getLogger(__name__)
 _logged: set[str] = set()
@@ -30,20 +31,24 @@ HALF_SAFE_OPS = frozenset(
 )  # fmt: skip
 
 
-def unsupported_reason(node: fx.Node) -> str | None:
-    """Why `node` cannot be imported, or None when it can (used by the partitioner)."""
+def unsupported_reason(node: fx.Node, symbolic: bool = False) -> str | None:
+    """Why `node` cannot be imported, or None when it can (used by the partitioner).
+    `symbolic`: the graph is imported with its symbolic sizes, whose size nodes
+    (sym_size, arithmetic on sizes) it takes; else it is made static first."""
     if node.op != "call_function":
         return None
-    if node.target is operator.getitem:
+    if node.target is operator.getitem or (symbolic and computes_a_size(node)):
         return None
     if node.target not in LOWERINGS:
         return "no lowering"
     for meta in _tensor_metas(node):
         if not shapes.is_supported_dtype(meta.dtype):
             return f"dtype {meta.dtype} not supported"
-        if any(not isinstance(d, int) for d in meta.shape):
-            # symbolic input sizes are made static per call (frontend/dynamic.py):
-            # what is left is a size read off the data (nonzero, unique)
+        if any(
+            not (isinstance(d, int) or (symbolic and not symbolic_shapes.free_unbacked_symbols(d))) for d in meta.shape
+        ):
+            # symbolic input sizes are made static per call (frontend/dynamic.py) or
+            # imported as such: what is left is a size read off the data (nonzero, unique)
             return "data-dependent sizes not supported yet"
     half = _half_input_on_cpu(node)
     if half is not None:
@@ -85,11 +90,11 @@ class MlircSupport(OperatorSupport):
         return unsupported_reason(node) is None
 
 
-def unsupported_nodes(gm: fx.GraphModule) -> list[tuple[fx.Node, str]]:
+def unsupported_nodes(gm: fx.GraphModule, symbolic: bool = False) -> list[tuple[fx.Node, str]]:
     found = []
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is not operator.getitem:
-            reason = unsupported_reason(node)
+            reason = unsupported_reason(node, symbolic)
             if reason is not None:
                 found.append((node, reason))
     return found

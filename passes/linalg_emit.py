@@ -7,13 +7,15 @@ mlirc tensor type to its storage type, and generic bodies convert at the edges.
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from mlirc.dialects import shapes
+from mlirc.dialects import dims, shapes
 
 PARALLEL = "parallel"
 REDUCTION = "reduction"
@@ -66,8 +68,13 @@ def identity_map(rank: int) -> ir.AffineMap:
     return ir.AffineMap.get_identity(rank)
 
 
-def empty(shape: Sequence[int | None], elem: ir.Type) -> ir.Value:
-    return tensor.EmptyOp([int(d) for d in shape], elem).result
+def empty(shape: Sequence[dims.Dim], elem: ir.Type) -> ir.Value:
+    """A tensor to compute into: static dims as ints, symbolic ones as `index` values."""
+    return tensor.EmptyOp([d if isinstance(d, ir.Value) else int(d) for d in shape], elem).result
+
+
+def dims_of(value: ir.Value) -> list[dims.Dim]:
+    return [dims.dim_of(value, d) for d in range(len(shapes.shape_of(value)))]
 
 
 def fill(value: ir.Value, init: ir.Value) -> ir.Value:
@@ -96,7 +103,7 @@ def generic(
         return list(op.results)
     op.operation.erase()
     moved = [inits[i] for i in read]
-    fresh = [empty(shapes.shape_of(v), shapes.elem_of(v)) for v in inits]
+    fresh = [empty(dims_of(v), shapes.elem_of(v)) for v in inits]
     arity = len(inputs) + len(moved)
 
     def rewired(args: list[ir.Value]) -> Sequence[ir.Value]:  # the caller's view: its inits where they were
@@ -160,25 +167,55 @@ def reassociation(src: Sequence[int], dst: Sequence[int]) -> list[list[int]] | N
     return groups
 
 
-def reshape(value: ir.Value, dst_shape: Sequence[int]) -> ir.Value:
-    src_shape = list(shapes.shape_of(value))
-    dst_shape = list(dst_shape)
+def reshape(value: ir.Value, dst_shape: Sequence[dims.Dim]) -> ir.Value:
+    """`value` as `dst_shape` (static dims as ints, symbolic ones as `index` values):
+    a collapse or an expand of its dims where groups of them match, else both,
+    through one dim."""
+    src_static = list(shapes.shape_of(value))
+    dst_static = [d if isinstance(d, int) else None for d in dst_shape]
     elem = shapes.elem_of(value)
-    if src_shape == dst_shape:
+    if src_static == dst_static and None not in dst_static:
         return value
-    result_type = shapes.tensor_type(dst_shape, elem)
-    if len(dst_shape) <= len(src_shape):
-        groups = reassociation(src_shape, dst_shape)
-        if groups is not None:
-            return tensor.CollapseShapeOp(result_type, value, _groups_attr(groups)).result
-    if len(dst_shape) >= len(src_shape):
-        groups = reassociation(dst_shape, src_shape)
-        if groups is not None:
-            return tensor.ExpandShapeOp(result_type, value, _groups_attr(groups), [], dst_shape).result
-    flat = 1
-    for d in src_shape:
-        flat *= d
-    return reshape(reshape(value, [flat]), dst_shape)
+    result_type = shapes.tensor_type(dst_static, elem)
+    # One symbolic dim on each side is the same size where the static dims around it
+    # group alike (the element counts agree); so are several where only unit dims
+    # come or go.  Otherwise which is which is unknown.
+    same_dims = [d for d in src_static if d != 1] == [d for d in dst_static if d != 1]
+    if src_static.count(None) == dst_static.count(None) and (same_dims or src_static.count(None) <= 1):
+        src_key, dst_key = _tokens(src_static), _tokens(dst_static)
+        if len(dst_key) <= len(src_key):
+            groups = reassociation(src_key, dst_key)
+            if groups is not None:
+                return tensor.CollapseShapeOp(result_type, value, _groups_attr(groups)).result
+        if len(dst_key) >= len(src_key):
+            groups = reassociation(dst_key, src_key)
+            if groups is not None:
+                return _expand(result_type, value, groups, dst_shape)
+    if None not in src_static and None not in dst_static:
+        return reshape(reshape(value, [math.prod(src_static)]), dst_static)
+    # Through one dim: [?] holds any shape, and [?] expands to any with its sizes.
+    flat_type = shapes.tensor_type([None], elem)
+    if len(src_static) != 1:
+        value = tensor.CollapseShapeOp(flat_type, value, _groups_attr([list(range(len(src_static)))])).result
+    elif src_static != [None]:
+        value = tensor.CastOp(flat_type, value).result
+    if not dst_static:
+        return tensor.CollapseShapeOp(
+            result_type, tensor.CastOp(shapes.tensor_type([1], elem), value).result, []
+        ).result
+    return _expand(result_type, value, [list(range(len(dst_static)))], dst_shape)
+
+
+def _tokens(shape: list[int | None]) -> list[int]:
+    """A shape for `reassociation`: its k-th symbolic dim as -k-1, which only itself matches."""
+    symbolic = iter(range(1, len(shape) + 1))
+    return [-next(symbolic) if d is None else d for d in shape]
+
+
+def _expand(result_type: ir.Type, value: ir.Value, groups: list[list[int]], dst: Sequence[dims.Dim]) -> ir.Value:
+    dynamic = [d for d in dst if isinstance(d, ir.Value)]
+    static = [ir.ShapedType.get_dynamic_size() if isinstance(d, ir.Value) else d for d in dst]
+    return tensor.ExpandShapeOp(result_type, value, _groups_attr(groups), dynamic, static).result
 
 
 def _groups_attr(groups: list[list[int]]) -> ir.ArrayAttr:
@@ -209,6 +246,11 @@ class MlircOp:
     @property
     def out_shape(self) -> tuple[int, ...]:
         return shapes.shape_of(self.out_type)  # type: ignore[return-value]
+
+    @functools.cached_property
+    def out_dims(self) -> list[dims.Dim]:
+        """The result's dims: ints, and `index` values where symbolic (dialects/dims.py)."""
+        return dims.result_dims(self.op, self.operands)
 
     @property
     def out_elem(self) -> ir.Type:

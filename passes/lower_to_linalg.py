@@ -26,7 +26,7 @@ from mlirc.passes.scalar_math import convert_scalar, scalar_body
 
 
 def _init(m: MlircOp) -> ir.Value:
-    return le.empty(m.out_shape, le.storage_elem(m.out_elem))
+    return le.empty(m.out_dims, le.storage_elem(m.out_elem))
 
 
 def _pointwise(m: MlircOp, compute: Callable[[list[ir.Value]], ir.Value]) -> ir.Value:
@@ -74,14 +74,16 @@ def _permute(m: MlircOp) -> ir.Value:
 
 @pattern("reshape")
 def _reshape(m: MlircOp) -> ir.Value:
-    return le.reshape(m.operands[0], m.out_shape)
+    return le.reshape(m.operands[0], m.out_dims)
 
 
 @pattern("slice")
 def _slice(m: MlircOp) -> ir.Value:
     result_type = le.storage_type(m.out_type)
     starts, steps = m.attr("starts"), m.attr("steps")
-    return tensor.ExtractSliceOp(result_type, m.operands[0], [], [], [], starts, list(m.out_shape), steps).result
+    symbolic = [d for d in m.out_dims if isinstance(d, ir.Value)]
+    sizes = [ir.ShapedType.get_dynamic_size() if n is None else n for n in m.out_shape]
+    return tensor.ExtractSliceOp(result_type, m.operands[0], [], symbolic, [], starts, sizes, steps).result
 
 
 @pattern("constant")
@@ -93,6 +95,13 @@ def _constant(m: MlircOp) -> ir.Value:
         splat = ir.IntegerAttr(value.get_splat_value()).value
         value = ir.DenseElementsAttr.get_splat(le.storage_type(m.out_type), ir.IntegerAttr.get(le.i8(), splat & 1))
     return arith.ConstantOp(value.type, value).result
+
+
+@pattern("from_size")
+def _from_size(m: MlircOp) -> ir.Value:
+    i64 = ir.IntegerType.get_signless(64)
+    size = convert_scalar(arith.index_cast(i64, m.op.operands[0]), m.out_elem)
+    return tensor.from_elements(le.storage_type(m.out_type), [le.store(size)])
 
 
 @pattern("iota")
@@ -207,6 +216,11 @@ def _mlirc_ops(fn: func.FuncOp) -> list[ir.Operation]:
     return ops
 
 
+def _tensors(op: ir.Operation) -> list[ir.Value]:
+    """An op's tensor operands: a sized op's `index` sizes are read through MlircOp.out_dims."""
+    return [v for v in op.operands if not isinstance(v.type, ir.IndexType)]
+
+
 def _empty_result(logical_type: ir.Type) -> ir.Value:
     t = ir.RankedTensorType(logical_type)
     return le.empty(t.shape, le.storage_elem(t.element_type))
@@ -219,7 +233,7 @@ def lower_to_linalg(module: ir.Operation) -> None:
         if not isinstance(fn_op, func.FuncOp) or fn_op.is_external:
             continue
         ops = _mlirc_ops(fn_op)
-        logical = [([v.type for v in op.operands], op.results[0].type) for op in ops]
+        logical = [([v.type for v in _tensors(op)], op.results[0].type) for op in ops]
         _convert_signature(fn_op)
         for op, (in_types, out_type) in zip(ops, logical, strict=False):
             name = op.name.split(".", 1)[1]
@@ -231,7 +245,7 @@ def lower_to_linalg(module: ir.Operation) -> None:
                     if 0 in ir.RankedTensorType(out_type).shape:
                         new = _empty_result(out_type)  # nothing to compute, whatever the op
                     else:
-                        new = fn(MlircOp(op, list(op.operands), in_types, out_type, target))
+                        new = fn(MlircOp(op, _tensors(op), in_types, out_type, target))
             except MlircError as err:
                 err.location = getattr(err, "location", None) or op.location  # the diagnostic points at the op
                 raise

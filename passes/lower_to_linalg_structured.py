@@ -60,12 +60,12 @@ def _reduce(m: MlircOp) -> ir.Value:
     rank, dims, _, iterators = _reduction_maps(m)
     # Reduce into the shape without the kept unit dims, then reshape: an output map
     # of plain dims is what split-reduction tiling (mlirc-cpu-vectorize) needs.
-    reduced_shape = [size for d, size in enumerate(shapes.shape_of(m.operands[0])) if d not in dims]
+    reduced_dims = [size for d, size in enumerate(le.dims_of(m.operands[0])) if d not in dims]
     out_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in range(rank) if d not in dims])
-    init = le.fill(const(elem, init_of(m.out_elem)), le.empty(reduced_shape, elem))
+    init = le.fill(const(elem, init_of(m.out_elem)), le.empty(reduced_dims, elem))
     body = lambda a: [combine(a[0], a[1])]  # noqa: E731
     reduced = le.generic(m.operands, [le.identity_map(rank)], [init], [out_map], iterators, body)[0]
-    return reduced if list(m.out_shape) == reduced_shape else le.reshape(reduced, m.out_shape)
+    return reduced if len(m.out_shape) == len(reduced_dims) else le.reshape(reduced, m.out_dims)
 
 
 @pattern("argmax", "argmin")
@@ -77,10 +77,10 @@ def _arg_reduce(m: MlircOp) -> ir.Value:
     rank, dims, out_map, iterators = _reduction_maps(m)
     i64 = ir.IntegerType.get_signless(64)
     if rank == 0:  # a 0-d tensor is its own max, at index 0
-        return le.fill(const(i64, 0), le.empty(m.out_shape, i64))
+        return le.fill(const(i64, 0), le.empty(m.out_dims, i64))
     dim = dims[0]
-    value_init = le.fill(const(elem, _extreme(shapes.elem_of(m.in_types[0]), not is_max)), le.empty(m.out_shape, elem))
-    index_init = le.fill(const(i64, (1 << 63) - 1), le.empty(m.out_shape, i64))
+    value_init = le.fill(const(elem, _extreme(shapes.elem_of(m.in_types[0]), not is_max)), le.empty(m.out_dims, elem))
+    index_init = le.fill(const(i64, (1 << 63) - 1), le.empty(m.out_dims, i64))
 
     def body(a: list[ir.Value]) -> list[ir.Value]:
         value, best, best_index = a
@@ -104,7 +104,7 @@ def _arg_reduce(m: MlircOp) -> ir.Value:
 
 
 def _zero_init(m: MlircOp) -> ir.Value:
-    return le.fill(const(m.out_elem, 0), le.empty(m.out_shape, m.out_elem))
+    return le.fill(const(m.out_elem, 0), le.empty(m.out_dims, m.out_elem))
 
 
 @pattern("matmul")

@@ -14,6 +14,7 @@ from typing import Any
 
 # Importing a pass module registers it.
 from mlirc.passes import (  # noqa: F401
+    bind_sizes,
     cpu_channels_last,
     cpu_drop_host,
     cpu_fuse_rows,

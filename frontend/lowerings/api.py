@@ -8,6 +8,7 @@ file, so its LOWERINGS and CHECKS are the complete table.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,7 +18,8 @@ from mlir import ir
 
 from mlirc.dialects import builders, shapes
 from mlirc.dialects.runtime_checks import RuntimeCheck
-from mlirc.errors import VerificationError
+from mlirc.errors import UnsupportedOpError, VerificationError
+from mlirc.frontend.lowerings.sizes import SymbolicSizes
 
 # A scatter here is a dense masked reduction over (target, update) pairs: no
 # atomics, vectorizes, and is exact (sums in update order per target).  Its cost is
@@ -33,12 +35,45 @@ def node_meta(node: fx.Node) -> Any:
     return meta
 
 
+# Nodes that compute sizes, not tensors: in a symbolic graph their values are the
+# SymInts of their metadata, which the sized ops read (LoweringContext.shape).
+SIZE_OPS = frozenset(
+    {
+        torch.ops.aten.sym_size.int,
+        torch.ops.aten.sym_numel.default,
+        torch.ops.aten.sym_stride.int,
+        torch.ops.aten.sym_storage_offset.default,
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.floordiv,
+        operator.mod,
+        operator.neg,
+        torch.sym_max,
+        torch.sym_min,
+    }
+)
+
+
+def computes_a_size(node: fx.Node) -> bool:
+    return node.target in SIZE_OPS and isinstance(node_meta(node), (torch.SymInt, int))
+
+
+# What a size node (sym_size, arithmetic on sizes) stands for in a symbolic graph
+SIZE_VALUES = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
+
+
 class LoweringContext:
     """What a lowering function sees: the node's values, metadata and helpers."""
 
     def __init__(self, values: dict[fx.Node, Any]) -> None:
         self.values = values
         self.checks: list[tuple[ir.Value, RuntimeCheck]] = []  # (0-d i1 "ok", what eager raises)
+        self.sizes = SymbolicSizes()
+
+    def shape(self, node: fx.Node) -> list[int | ir.Value]:
+        """The node's (first) result shape for a sized op: its symbolic dims as `index` values."""
+        return self.sizes.mixed(_first_meta(node).shape)
 
     def require(self, ok: ir.Value, check: RuntimeCheck) -> None:
         """Raise `check` at run time unless every element of the i1 tensor `ok` holds
@@ -49,20 +84,30 @@ class LoweringContext:
 
     def value(self, arg: Any, like: ir.Value | None = None, elem: ir.Type | None = None) -> ir.Value:
         """An fx argument as an IR value; Python scalars become 0-d constants."""
-        if isinstance(arg, fx.Node):
+        if isinstance(arg, fx.Node) and not isinstance(self.values[arg], SIZE_VALUES):
             return self.values[arg]
-        if isinstance(arg, (bool, int, float)):
+        if isinstance(arg, fx.Node) or isinstance(arg, (bool, int, float)):
             if elem is None:
                 elem = shapes.elem_of(like) if like is not None else ir.F32Type.get()
-            return builders.scalar_constant(arg, elem)
+            return self._scalar(arg, elem)
         raise VerificationError(f"cannot use {arg!r} as a tensor operand")
 
     def typed(self, arg: Any, dtype: torch.dtype) -> ir.Value:
         """An fx argument converted to `dtype` (the op's computation dtype)."""
         elem = shapes.element_type(dtype)
-        if isinstance(arg, fx.Node):
+        if isinstance(arg, fx.Node) and not isinstance(self.values[arg], SIZE_VALUES):
             return builders.convert(self.values[arg], elem)
-        return builders.scalar_constant(arg, elem)
+        return self._scalar(arg, elem)
+
+    def _scalar(self, arg: Any, elem: ir.Type) -> ir.Value:
+        """A Python scalar, or a size node's value (a SymInt: a size known per call), as
+        a 0-d tensor of `elem`."""
+        value = self.values[arg] if isinstance(arg, fx.Node) else arg
+        if isinstance(value, torch.SymInt):
+            return builders.from_size(self.sizes.dim(value), elem)
+        if not isinstance(value, (bool, int, float)):
+            raise UnsupportedOpError(str(arg), f"a symbolic {type(value).__name__} used as a tensor")
+        return builders.scalar_constant(value, elem)
 
 
 def _meta_of_arg(arg: Any) -> Any:
@@ -151,8 +196,9 @@ def narrow_to_out(value: ir.Value, node: fx.Node) -> ir.Value:
     return builders.convert(value, shapes.element_type(out_dtype(node)))
 
 
-def out_shape(node: fx.Node) -> tuple[int, ...]:
-    return tuple(_first_meta(node).shape)
+def out_shape(node: fx.Node) -> tuple[int | None, ...]:
+    """The node's (first) result shape; None for a symbolic dim (see LoweringContext.shape)."""
+    return tuple(shapes.static_dim(d) for d in _first_meta(node).shape)
 
 
 def arg(node: fx.Node, index: int, name: str, default: Any = None) -> Any:

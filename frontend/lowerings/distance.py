@@ -50,13 +50,13 @@ def _cdist(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     x1, x2 = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
     p, mode = float(node.args[2]), node.args[3]
     if math.prod(out_shape(node)) == 0:  # nothing to compute (and no 0-batch GEMM to build)
-        return b.broadcast(lctx.typed(0.0, dtype), list(out_shape(node)))
+        return b.broadcast(lctx.typed(0.0, dtype), lctx.shape(node))
     s1, s2 = list(shapes.shape_of(x1)), list(shapes.shape_of(x2))
     rows, cols = s1[-2], s2[-2]
     if p == 2 and (mode == 1 or (mode in (None, 0) and (rows > MM_ROWS or cols > MM_ROWS))):
         return _cdist_matmul(lctx, x1, x2, dtype, out_shape(node))
     diff = b.elementwise("sub", b.reshape(x1, [*s1[:-1], 1, s1[-1]]), b.reshape(x2, [*s2[:-2], 1, cols, s2[-1]]))
-    return b.reshape(_norm(lctx, diff, p, dtype), list(out_shape(node)))
+    return b.reshape(_norm(lctx, diff, p, dtype), lctx.shape(node))
 
 
 def _cdist_matmul(

@@ -79,8 +79,13 @@ def _mean(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     in_shape = shapes.shape_of(x)
     dims = _dims(node, 1, len(in_shape))
     total = b.reduce("reduce_sum", x, dims, arg(node, 2, "keepdim", False))
-    count = math.prod(in_shape[d] for d in dims)
-    return b.elementwise("div", total, lctx.typed(float(count), dtype))
+    if all(in_shape[d] is not None for d in dims):
+        count = math.prod(in_shape[d] for d in dims)  # type: ignore[misc]
+        return b.elementwise("div", total, lctx.typed(float(count), dtype))
+    # over symbolic dims: the count is known per call
+    sizes = node_meta(node.args[0]).shape
+    count = lctx.sizes.dim(math.prod(sizes[d] for d in dims))
+    return b.elementwise("div", total, b.from_size(count, shapes.element_type(dtype)))
 
 
 def _float_input(node: fx.Node) -> str | None:
@@ -129,7 +134,7 @@ def _arg_reduction(name: str):
         keepdim = arg(node, 2, "keepdim", False)
         if dim is None:  # over the flattened tensor
             x = b.reshape(x, [math.prod(shapes.shape_of(x))])
-            return b.reshape(b.reduce(name, x, [0], False), out_shape(node))
+            return b.reshape(b.reduce(name, x, [0], False), lctx.shape(node))
         return b.reduce(name, x, [dim], keepdim)
 
     return lower
@@ -456,4 +461,4 @@ def _avg_pool2d(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     else:
         mask = b.broadcast(lctx.typed(1.0, dtype), [1, 1, height, width])
         divisor = window_sums(mask, 1.0 if include_pad else 0.0, 1)
-    return b.reshape(b.elementwise("div", sums, divisor), out_shape(node))
+    return b.reshape(b.elementwise("div", sums, divisor), lctx.shape(node))

@@ -26,7 +26,6 @@ from mlirc.frontend.lowerings.api import (
     narrow_to_out,
     node_meta,
     opmath_dtype,
-    out_shape,
     register,
 )
 from mlirc.frontend.lowerings.checks import check_index
@@ -166,7 +165,7 @@ def _scatter(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     elif reduce is not None:
         reduce = {"add": "sum", "multiply": "prod"}[reduce]
     return narrow_to_out(
-        b.reshape(dense_scatter(lctx, x, dim, index, src, reduce, include_self, dtype), out_shape(node)), node
+        b.reshape(dense_scatter(lctx, x, dim, index, src, reduce, include_self, dtype), lctx.shape(node)), node
     )
 
 
@@ -195,7 +194,7 @@ def _index_reduce(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     index = b.broadcast(b.reshape(index, along), source_shape)
     include_self = bool(arg(node, 5, "include_self", True))
     scattered = dense_scatter(lctx, x, dim, index, source, node.args[4], include_self, dtype)
-    return narrow_to_out(b.reshape(scattered, out_shape(node)), node)
+    return narrow_to_out(b.reshape(scattered, lctx.shape(node)), node)
 
 
 def _unpool_geometry(node: fx.Node) -> tuple[list[int], int, int]:
@@ -226,4 +225,4 @@ def _max_unpool(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     check_index(lctx, node, index, [planes, hw_out], 1)
     zeros = b.broadcast(lctx.typed(0, dtype), [planes, hw_out])
     unpooled = dense_scatter(lctx, zeros, 1, index, values, None, True, dtype)
-    return narrow_to_out(b.reshape(unpooled, out_shape(node)), node)
+    return narrow_to_out(b.reshape(unpooled, lctx.shape(node)), node)

@@ -22,7 +22,6 @@ from mlirc.frontend.lowerings.api import (
     arg,
     node_meta,
     out_dtype,
-    out_shape,
     register,
     result_dtype,
 )
@@ -90,7 +89,7 @@ def _searchsorted(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         sequence = b.create("gather", [sequence, order], sequence.type, dim=dim)
     right = bool(node.kwargs.get("right", False)) or node.kwargs.get("side") == "right"
     values = lctx.typed(node.args[1], common)
-    return b.reshape(_binary_search(lctx, sequence, values, right, out_dtype(node)), out_shape(node))
+    return b.reshape(_binary_search(lctx, sequence, values, right, out_dtype(node)), lctx.shape(node))
 
 
 def _bucketize_check(node: fx.Node) -> str | None:
@@ -106,7 +105,7 @@ def _bucketize(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     values = lctx.typed(node.args[0], common)
     boundaries = lctx.typed(node.args[1], common)
     right = bool(arg(node, 3, "right", False))
-    return b.reshape(_binary_search(lctx, boundaries, values, right, out_dtype(node)), out_shape(node))
+    return b.reshape(_binary_search(lctx, boundaries, values, right, out_dtype(node)), lctx.shape(node))
 
 
 def _histc_check(node: fx.Node) -> str | None:

@@ -34,7 +34,7 @@ aten = torch.ops.aten
     aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.flatten.using_ints,
 )  # fmt: skip
 def _reshape(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    return b.reshape(lctx.value(node.args[0]), out_shape(node))
+    return b.reshape(lctx.value(node.args[0]), lctx.shape(node))
 
 
 @register(
@@ -48,7 +48,7 @@ def _identity(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 @register(aten.expand.default)
 def _expand(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    return b.broadcast(lctx.value(node.args[0]), out_shape(node))
+    return b.broadcast(lctx.value(node.args[0]), lctx.shape(node))
 
 
 @register(aten.permute.default)
@@ -96,7 +96,7 @@ def _select(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     dim = node.args[1] % len(in_shape)
     index = node.args[2] % in_shape[dim]
     sliced_shape = tuple(1 if i == dim else d for i, d in enumerate(in_shape))
-    return b.reshape(_slice(x, dim, index, 1, sliced_shape), out_shape(node))
+    return b.reshape(_slice(x, dim, index, 1, sliced_shape), lctx.shape(node))
 
 
 @register(aten.cat.default)
@@ -142,7 +142,7 @@ def _index_select(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     dim = node.args[1] % len(shapes.shape_of(x))
     index = b.reshape(_index_operand(lctx, node.args[2]), [node_meta(node.args[2]).numel()])
     check_index(lctx, node, index, shapes.shape_of(x), dim)
-    return b.reshape(_gather_along(x, dim, index), out_shape(node))
+    return b.reshape(_gather_along(x, dim, index), lctx.shape(node))
 
 
 def _index_check(node: fx.Node) -> str | None:
@@ -187,7 +187,7 @@ def _index(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     linear = _linear_index(lctx, node, indices, positions, shape)
     collapsed = shape[:first] + [math.prod(shape[first : last + 1])] + shape[last + 1 :]
     flat_index = b.reshape(linear, [math.prod(shapes.shape_of(linear))])
-    return b.reshape(_gather_along(b.reshape(x, collapsed), first, flat_index), out_shape(node))
+    return b.reshape(_gather_along(b.reshape(x, collapsed), first, flat_index), lctx.shape(node))
 
 
 def _as_strided_check(node: fx.Node) -> str | None:
@@ -310,13 +310,13 @@ def _index_put(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 @register(aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default, aten.empty_permuted.default)
 def _empty(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     """Uninitialized in eager; zeros here (as cheap, and deterministic)."""
-    return b.broadcast(lctx.typed(0, out_dtype(node)), out_shape(node))
+    return b.broadcast(lctx.typed(0, out_dtype(node)), lctx.shape(node))
 
 
 @register(aten.copy.default)
 def _copy(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     """copy(self, src): src broadcast to self's shape, in self's dtype."""
-    return b.broadcast(lctx.typed(node.args[1], out_dtype(node)), out_shape(node))
+    return b.broadcast(lctx.typed(node.args[1], out_dtype(node)), lctx.shape(node))
 
 
 @register(aten.split_with_sizes.default, aten.split.Tensor)
@@ -373,7 +373,7 @@ def _diagonal(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     length = out_shape(node)[-1]
     start = offset if offset >= 0 else -offset * n2
     flat = b.reshape(y, [*shape[:-2], n1 * n2])
-    return b.reshape(_select_along(flat, rank - 2, [start + i * (n2 + 1) for i in range(length)]), out_shape(node))
+    return b.reshape(_select_along(flat, rank - 2, [start + i * (n2 + 1) for i in range(length)]), lctx.shape(node))
 
 
 @register(aten.embedding.default)
@@ -384,7 +384,7 @@ def _embedding(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     check_index(lctx, node, index, shapes.shape_of(weight))
     rows_shape = (count, shapes.shape_of(weight)[1])
     rows = b.create("index_select", [weight, index], shapes.tensor_type(rows_shape, shapes.elem_of(weight)), dim=0)
-    return b.reshape(rows, out_shape(node))
+    return b.reshape(rows, lctx.shape(node))
 
 
 @register(aten.gather.default, check=lambda n: "sparse_grad" if n.kwargs.get("sparse_grad") else None)
@@ -404,13 +404,13 @@ def _full(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     if node.target == aten.scalar_tensor.default:
         value = node.args[0]
     scalar = lctx.typed(value, out_dtype(node))
-    return b.broadcast(scalar, out_shape(node))
+    return b.broadcast(scalar, lctx.shape(node))
 
 
 @register(aten.zeros_like.default, aten.ones_like.default, aten.zeros.default, aten.ones.default)
 def _zeros_ones(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     value = 1 if node.target in (aten.ones_like.default, aten.ones.default) else 0
-    return b.broadcast(lctx.typed(value, out_dtype(node)), out_shape(node))
+    return b.broadcast(lctx.typed(value, out_dtype(node)), lctx.shape(node))
 
 
 @register(aten.arange.start_step, aten.arange.default, aten.arange.start)
@@ -421,7 +421,7 @@ def _arange(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     else:
         start, step = args[0], (args[2] if node.target == aten.arange.start_step and args[2] is not None else 1)
     dtype = out_dtype(node)
-    iota = b.create("iota", [], shapes.torch_tensor_type(out_shape(node), torch.int64), dim=0)
+    iota = b.iota(lctx.shape(node), 0, shapes.element_type(torch.int64))
     # torch computes start + i * step in the result dtype.
     values = b.convert(iota, shapes.element_type(dtype))
     if step != 1:

@@ -1,0 +1,48 @@
+// RUN: mlirc-opt --split-input-file %s -p mlirc-bind-sizes{sizes=4,5,4,5} | FileCheck %s
+// RUN: %not mlirc-opt %s --split-input-file -p mlirc-bind-sizes{sizes=4} 2>&1 | FileCheck %s --check-prefix=COUNT
+
+// An imported graph of symbolic sizes: its index arguments (Dynamo's SymInts) become
+// constants and leave the signature, its tensor arguments and every mlirc op take
+// static types, a sized op (reshape) drops its sizes, and from_size is a constant.
+// CHECK-LABEL: func.func @mlirc_level
+// CHECK-SAME: (%{{.*}}: tensor<4x5x16xf32>, %{{.*}}: tensor<16xf32>) -> (tensor<20x16xf32>, tensor<f32>)
+// CHECK: "mlirc.add"(%{{.*}}, %{{.*}}) : (tensor<4x5x16xf32>, tensor<16xf32>) -> tensor<4x5x16xf32>
+// CHECK: "mlirc.reshape"(%{{.*}}) : (tensor<4x5x16xf32>) -> tensor<20x16xf32>
+// CHECK: "mlirc.constant"() {value = dense<2.000000e+01> : tensor<f32>}
+// CHECK-NOT: ?x
+// COUNT: error: {{.*}}the entry takes 4 symbolic sizes, 1 given
+func.func @mlirc_level(%s0: index, %s1: index, %x: tensor<?x?x16xf32>, %b: tensor<16xf32>) -> (tensor<?x16xf32>, tensor<f32>) attributes {mlirc.entry} {
+  %0 = "mlirc.add"(%x, %b) : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %rows = arith.muli %s0, %s1 : index
+  %1 = "mlirc.reshape"(%0, %rows) : (tensor<?x?x16xf32>, index) -> tensor<?x16xf32>
+  %2 = "mlirc.from_size"(%rows) : (index) -> tensor<f32>
+  return %1, %2 : tensor<?x16xf32>, tensor<f32>
+}
+
+// -----
+
+// Lowered to linalg: upstream canonicalization makes the ops static, and a function
+// called with static operands takes them (its results follow).
+// CHECK-LABEL: func.func private @library_0
+// CHECK-SAME: (%{{.*}}: tensor<20x16xf32>, %{{.*}}: tensor<16x8xf32>) -> tensor<20x8xf32>
+// CHECK: linalg.matmul {{.*}} -> tensor<20x8xf32>
+// CHECK-LABEL: func.func @linalg_level
+// CHECK-SAME: -> tensor<4x5x8xf32>
+// CHECK: call @library_0({{.*}}) : (tensor<20x16xf32>, tensor<16x8xf32>) -> tensor<20x8xf32>
+// CHECK: tensor.expand_shape {{.*}} output_shape [4, 5, 8] : tensor<20x8xf32> into tensor<4x5x8xf32>
+// CHECK-NOT: ?x
+func.func private @library_0(%a: tensor<?x16xf32>, %w: tensor<16x8xf32>) -> tensor<?x8xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %cst = arith.constant 0.0 : f32
+  %rows = tensor.dim %a, %c0 : tensor<?x16xf32>
+  %e = tensor.empty(%rows) : tensor<?x8xf32>
+  %z = linalg.fill ins(%cst : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %m = linalg.matmul ins(%a, %w : tensor<?x16xf32>, tensor<16x8xf32>) outs(%z : tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %m : tensor<?x8xf32>
+}
+func.func @linalg_level(%s0: index, %s1: index, %x: tensor<?x?x16xf32>, %w: tensor<16x8xf32>) -> tensor<?x?x8xf32> attributes {mlirc.entry} {
+  %flat = tensor.collapse_shape %x [[0, 1], [2]] : tensor<?x?x16xf32> into tensor<?x16xf32>
+  %m = call @library_0(%flat, %w) : (tensor<?x16xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+  %r = tensor.expand_shape %m [[0, 1], [2]] output_shape [%s0, %s1, 8] : tensor<?x8xf32> into tensor<?x?x8xf32>
+  return %r : tensor<?x?x8xf32>
+}

@@ -1,0 +1,55 @@
+// RUN: mlirc-opt --split-input-file %s -p mlirc-lower-to-linalg | FileCheck %s
+
+// `?` dims: each tensor an op creates takes its symbolic sizes from its operands
+// (tensor.dim, by the rules of dialects/dims.py), a broadcast one from any operand
+// whose dim is not 1.
+// CHECK-LABEL: func.func @elementwise
+// CHECK: %[[D0:.*]] = tensor.dim %arg0, %c0
+// CHECK: tensor.empty(%[[D0]]) : tensor<?x33xf32>
+// CHECK: linalg.generic
+func.func @elementwise(%a: tensor<?x33xf32>, %b: tensor<33xf32>) -> tensor<?x33xf32> {
+  %0 = "mlirc.add"(%a, %b) : (tensor<?x33xf32>, tensor<33xf32>) -> tensor<?x33xf32>
+  return %0 : tensor<?x33xf32>
+}
+
+// -----
+
+// A reduction keeps the dims it does not reduce; keepdim's unit dim comes back by
+// an expand of the dims it has, each symbolic one its own.
+// CHECK-LABEL: func.func @reduce_keepdim
+// CHECK-DAG: %[[D0:.*]] = tensor.dim %arg0, %c0
+// CHECK-DAG: %[[D1:.*]] = tensor.dim %arg0, %c1
+// CHECK: tensor.empty(%[[D0]], %[[D1]]) : tensor<?x?xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [%{{.*}}, %{{.*}}, 1] : tensor<?x?xf32> into tensor<?x?x1xf32>
+func.func @reduce_keepdim(%a: tensor<?x?x32xf32>) -> tensor<?x?x1xf32> {
+  %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 2>, keepdim = true} : (tensor<?x?x32xf32>) -> tensor<?x?x1xf32>
+  return %0 : tensor<?x?x1xf32>
+}
+
+// -----
+
+// A reshape between shapes with several symbolic dims goes through one dim and
+// takes its sizes from its operands.
+// CHECK-LABEL: func.func @reshape
+// CHECK: tensor.collapse_shape %arg0 {{\[\[}}0, 1, 2]] : tensor<?x?x16xf32> into tensor<?xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1, 2]] output_shape [%arg1, %arg2, 4] : tensor<?xf32> into tensor<?x?x4xf32>
+func.func @reshape(%a: tensor<?x?x16xf32>, %s: index, %t: index) -> tensor<?x?x4xf32> {
+  %0 = "mlirc.reshape"(%a, %s, %t) : (tensor<?x?x16xf32>, index, index) -> tensor<?x?x4xf32>
+  return %0 : tensor<?x?x4xf32>
+}
+
+// -----
+
+// A matmul's rows are its left operand's; a size as a float tensor.
+// CHECK-LABEL: func.func @matmul_and_count
+// CHECK: %[[M:.*]] = tensor.dim %arg0, %c0
+// CHECK: tensor.empty(%[[M]]) : tensor<?x8xf32>
+// CHECK: linalg.matmul
+// CHECK: arith.index_cast %arg2 : index to i64
+// CHECK: arith.sitofp
+// CHECK: tensor.from_elements
+func.func @matmul_and_count(%a: tensor<?x16xf32>, %w: tensor<16x8xf32>, %n: index) -> (tensor<?x8xf32>, tensor<f32>) {
+  %0 = "mlirc.matmul"(%a, %w) : (tensor<?x16xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+  %1 = "mlirc.from_size"(%n) : (index) -> tensor<f32>
+  return %0, %1 : tensor<?x8xf32>, tensor<f32>
+}

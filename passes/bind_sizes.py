@@ -1,0 +1,285 @@
+"""mlirc-bind-sizes: a module of symbolic sizes (`?` dims, `index` arguments) made
+static at given sizes.
+
+A graph with symbolic sizes is imported and lowered once; each concrete size it is
+called at binds the sizes here and goes on through the static stages.  `sizes`
+lists, in argument order, the value of each `index` argument of the entry and of
+each `?` dim of its tensor arguments.  The `index` arguments become constants and
+leave the signature; the tensor arguments take their static types, and upstream
+canonicalization carries the static sizes through every op (a `tensor.empty` of
+constant sizes, a `linalg.generic` of static operands).  Calls pass them on: a
+function called with more static operands than its signature has takes them (a
+copy of it where it has other callers), and its results become as static as what
+it returns.  A module that is not static afterwards is an error.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from mlir import ir, passmanager
+from mlir.dialects import arith, func, tensor
+
+from mlirc.dialects import builders, dims, shapes
+from mlirc.dialects.attributes import ENTRY_ATTR
+from mlirc.errors import PipelineError
+from mlirc.passes.registry import register_pass
+
+NAME = "mlirc-bind-sizes"
+_MAX_ROUNDS = 8  # each round reaches one more level of calls; mlirc's nest at most two
+
+
+@dataclass(frozen=True)
+class BindSizesOptions:
+    sizes: tuple[int, ...] | None = None
+
+
+def _functions(module: ir.Operation) -> dict[str, func.FuncOp]:
+    return {op.sym_name.value: op for op in module.regions[0].blocks[0].operations if isinstance(op, func.FuncOp)}
+
+
+def entry_function(module: ir.Operation) -> func.FuncOp:
+    found = [f for f in _functions(module).values() if ENTRY_ATTR in f.attributes]
+    if len(found) != 1:
+        raise PipelineError(NAME, f"expects one entry function (attribute {ENTRY_ATTR}), found {len(found)}")
+    return found[0]
+
+
+def symbolic_slots(fn: func.FuncOp) -> list[tuple[int, int | None]]:
+    """(argument, dim) of each size the entry takes: dim None for an `index` argument."""
+    slots: list[tuple[int, int | None]] = []
+    for i, arg in enumerate(fn.entry_block.arguments):
+        if isinstance(arg.type, ir.IndexType):
+            slots.append((i, None))
+        elif isinstance(arg.type, ir.RankedTensorType):
+            t = ir.RankedTensorType(arg.type)
+            slots.extend((i, d) for d in range(t.rank) if t.is_dynamic_dim(d))
+    return slots
+
+
+def _set_signature(fn: func.FuncOp, results: list[ir.Type] | None = None) -> None:
+    inputs = [a.type for a in fn.entry_block.arguments]
+    if results is None:
+        results = list(ir.FunctionType(fn.attributes["function_type"].value).results)
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+
+
+def _take_static_arg(arg: ir.Value, static: ir.Type) -> None:
+    """`arg` becomes `static`; its users keep seeing the old type through a cast,
+    but for mlirc ops, which take any shape and are retyped after (`_retype_mlirc_ops`)."""
+    if all(use.owner.name.startswith("mlirc.") or use.owner.name == "tensor.dim" for use in arg.uses):
+        arg.set_type(static)
+        return
+    old = arg.type
+    block = arg.owner
+    with ir.InsertionPoint.at_block_begin(block), ir.Location.unknown():
+        cast = tensor.CastOp(old, arg)
+    arg.replace_all_uses_except(cast.result, cast.operation)
+    arg.set_type(static)
+
+
+def _bind_entry(fn: func.FuncOp, sizes: tuple[int, ...]) -> None:
+    slots = symbolic_slots(fn)
+    if len(sizes) != len(slots):
+        raise PipelineError(NAME, f"the entry takes {len(slots)} symbolic sizes, {len(sizes)} given")
+    values = dict(zip(slots, sizes, strict=True))
+    block = fn.entry_block
+    if any(v < 0 for v in sizes):
+        raise PipelineError(NAME, f"sizes must be >= 0, got {list(sizes)}")
+    for i in reversed(range(len(block.arguments))):
+        arg = block.arguments[i]
+        if (i, None) in values:
+            with ir.InsertionPoint.at_block_begin(block), ir.Location.unknown():
+                constant = arith.ConstantOp(ir.IndexType.get(), values[(i, None)])
+            arg.replace_all_uses_with(constant.result)
+            block.erase_argument(i)
+        elif isinstance(arg.type, ir.RankedTensorType) and not ir.RankedTensorType(arg.type).has_static_shape:
+            t = ir.RankedTensorType(arg.type)
+            shape = [values[(i, d)] if t.is_dynamic_dim(d) else t.shape[d] for d in range(t.rank)]
+            _take_static_arg(arg, ir.RankedTensorType.get(shape, t.element_type))
+    _set_signature(fn)
+
+
+def _constant(value: ir.Value) -> int | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+        return None
+    return ir.IntegerAttr(owner.operation.attributes["value"]).value
+
+
+def _retype_mlirc_ops(fn: func.FuncOp) -> None:
+    """The mlirc ops' `?` result dims as the static sizes their operands now give
+    (dialects/dims.py), in order; a sized op's sizes, constants by now, leave it."""
+    for op in list(fn.entry_block.operations):
+        op = op.operation
+        if not op.name.startswith("mlirc."):
+            continue
+        result = ir.RankedTensorType(op.results[0].type)
+        if op.name == "mlirc.from_size":
+            _fold_from_size(op)
+            continue
+        tensors = [v for v in op.operands if not isinstance(v.type, ir.IndexType)]
+        if not result.has_static_shape:
+            with ir.InsertionPoint(op), op.location:
+                found = [d if isinstance(d, int) else _constant(d) for d in dims.result_dims(op, tensors)]
+            if None in found:
+                raise PipelineError(NAME, f"{op.name}: a result size is not known at these sizes")
+            op.results[0].set_type(ir.RankedTensorType.get(found, result.element_type))
+        if len(tensors) < len(op.operands):
+            _drop_sizes(op, tensors)
+
+
+def _fold_from_size(op: ir.Operation) -> None:
+    """A size made a tensor is a constant at these sizes."""
+    value = _constant(op.operands[0])
+    if value is None:
+        raise PipelineError(NAME, "mlirc.from_size: the size is not known at these sizes")
+    with ir.InsertionPoint(op), op.location:
+        constant = builders.scalar_constant(value, shapes.elem_of(op.results[0]))
+    op.results[0].replace_all_uses_with(constant)
+    op.erase()
+
+
+def _drop_sizes(op: ir.Operation, tensors: list[ir.Value]) -> None:
+    with ir.InsertionPoint(op), op.location:
+        attributes = {name: op.attributes[name] for name in op.attributes}
+        new = ir.Operation.create(op.name, results=[op.results[0].type], operands=tensors, attributes=attributes)
+    op.results[0].replace_all_uses_with(new.results[0])
+    op.erase()
+
+
+def _static_source(value: ir.Value) -> ir.Value | None:
+    """The more static tensor a `tensor.cast` result was made from, if it is one."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "tensor.cast":
+        return None
+    source = owner.operation.operands[0]
+    return source if _dynamic_dims(source.type) < _dynamic_dims(value.type) else None
+
+
+def _dynamic_dims(t: ir.Type) -> int:
+    ranked = ir.RankedTensorType(t)
+    return sum(ranked.is_dynamic_dim(d) for d in range(ranked.rank))
+
+
+def _specialize_call(module: ir.Operation, call: ir.Operation, functions: dict[str, func.FuncOp]) -> bool:
+    """Pass a call's static operands on to its callee; False where none is more static."""
+    operands = list(call.operands)
+    sources = [_static_source(v) if isinstance(v.type, ir.RankedTensorType) else None for v in operands]
+    if not any(sources):
+        return False
+    callee = functions[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
+    if _call_count(module, callee.sym_name.value) > 1:
+        callee = _copy(module, callee, functions)
+        call.attributes["callee"] = ir.FlatSymbolRefAttr.get(callee.sym_name.value)
+    for i, source in enumerate(sources):
+        if source is not None:
+            _take_static_arg(callee.entry_block.arguments[i], source.type)
+            call.operands[i] = source
+    _set_signature(callee)
+    return True
+
+
+def _call_count(module: ir.Operation, name: str) -> int:
+    count = 0
+    for fn in _functions(module).values():
+        for op in fn.entry_block.operations:
+            if op.operation.name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == name:
+                count += 1
+    return count
+
+
+def _copy(module: ir.Operation, fn: func.FuncOp, functions: dict[str, func.FuncOp]) -> func.FuncOp:
+    name = next(f"{fn.sym_name.value}_{k}" for k in itertools.count(1) if f"{fn.sym_name.value}_{k}" not in functions)
+    clone = fn.operation.clone(ir.InsertionPoint(module.regions[0].blocks[0]))
+    clone.attributes["sym_name"] = ir.StringAttr.get(name)
+    functions[name] = clone.opview
+    return clone.opview
+
+
+def _returned(fn: func.FuncOp) -> list[ir.Value]:
+    return list(fn.entry_block.operations[len(fn.entry_block.operations) - 1].operands)
+
+
+def _static_results(fn: func.FuncOp) -> list[ir.Type] | None:
+    """Return what a function's casts to less static types came from; the new result
+    types, or None where nothing changed."""
+    ret = fn.entry_block.operations[len(fn.entry_block.operations) - 1]
+    changed = False
+    for i, value in enumerate(list(ret.operands)):
+        source = _static_source(value) if isinstance(value.type, ir.RankedTensorType) else None
+        if source is not None:
+            ret.operands[i] = source
+            changed = True
+    if not changed:
+        return None
+    results = [v.type for v in ret.operands]
+    _set_signature(fn, results)
+    return results
+
+
+def _retype_calls(module: ir.Operation, fn: func.FuncOp, results: list[ir.Type]) -> None:
+    """Calls of `fn` give its new result types; their users see the old ones through casts."""
+    name = fn.sym_name.value
+    for caller in _functions(module).values():
+        for op in list(caller.entry_block.operations):
+            if op.operation.name != "func.call" or ir.FlatSymbolRefAttr(op.attributes["callee"]).value != name:
+                continue
+            with ir.InsertionPoint(op), op.location:
+                new = func.CallOp(results, ir.FlatSymbolRefAttr.get(name), list(op.operands))
+                for attr in op.attributes:
+                    if attr != "callee":
+                        new.attributes[attr] = op.attributes[attr]
+            with ir.InsertionPoint(op), op.location:
+                for old, fresh in zip(op.results, new.results, strict=True):
+                    replacement = fresh if old.type == fresh.type else tensor.CastOp(old.type, fresh).result
+                    old.replace_all_uses_with(replacement)
+            op.operation.erase()
+
+
+def _dynamic_types(module: ir.Operation) -> list[str]:
+    found: list[str] = []
+
+    def walk(op: ir.Operation) -> None:
+        for value in [*op.results, *(a for r in op.regions for b in r.blocks for a in b.arguments)]:
+            t = value.type
+            if isinstance(t, ir.ShapedType) and not ir.ShapedType(t).has_static_shape and op.name not in found:
+                found.append(op.name)
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    walk(inner.operation)
+
+    walk(module)
+    return found
+
+
+@register_pass(NAME, "Bind a symbolic module's sizes: its `?` dims and index arguments become static", BindSizesOptions)
+def bind_sizes(module: ir.Operation, options: BindSizesOptions) -> None:
+    entry = entry_function(module)
+    _bind_entry(entry, options.sizes or ())
+    # The sizes computed from the arguments fold to constants, then the mlirc ops take
+    # static types (ops of later stages, upstream ones, infer theirs when canonicalized).
+    passmanager.PassManager.parse("builtin.module(canonicalize)").run(module)
+    _retype_mlirc_ops(entry)
+    _set_signature(entry, [v.type for v in _returned(entry)])
+    for _ in range(_MAX_ROUNDS):
+        passmanager.PassManager.parse("builtin.module(canonicalize,cse)").run(module)
+        functions = _functions(module)
+        changed = False
+        for fn in functions.values():
+            for op in list(fn.entry_block.operations):
+                if op.operation.name == "func.call":
+                    changed |= _specialize_call(module, op.operation, functions)
+        for fn in list(functions.values()):
+            results = _static_results(fn)
+            if results is not None:
+                changed = True
+                if fn is not entry:
+                    _retype_calls(module, fn, results)
+        if not changed:
+            break
+    left = _dynamic_types(module)
+    if left:
+        raise PipelineError(NAME, f"sizes still symbolic after binding, in {', '.join(left)}")

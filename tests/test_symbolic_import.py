@@ -1,0 +1,158 @@
+"""A graph of symbolic sizes imported once and bound at each size (issue 21):
+frontend/compile.py SymbolicRegion, passes/bind_sizes.py, dialects/dims.py."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._dynamo.utils import counters
+
+import mlirc
+from mlirc.config import config
+from mlirc.frontend import dynamic
+
+STAGES = ("linalg", "kernels", "cpu-fusion")
+
+
+class Block(torch.nn.Module):
+    """A transformer layer's shapes: linear layers over flattened symbolic dims,
+    layer norm, softmax, a mean over a symbolic dim, a size used as a value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv, self.out, self.norm = torch.nn.Linear(16, 48), torch.nn.Linear(16, 16), torch.nn.LayerNorm(16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.qkv(x).chunk(3, -1)
+        scores = (q @ k.transpose(1, 2)).softmax(-1)
+        y = self.norm(x + self.out(scores @ v))
+        return y * x.shape[1] + y.mean(1, keepdim=True)
+
+
+def cnn() -> torch.nn.Module:
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 5),
+    ).eval()  # fmt: skip
+
+
+MODELS = {
+    "block": (Block().eval(), lambda n: torch.randn(n, 7, 16)),
+    "cnn": (cnn(), lambda n: torch.randn(n, 3, 12, 10)),
+    "mlp": (torch.nn.Sequential(torch.nn.Linear(12, 30), torch.nn.GELU(), torch.nn.Linear(30, 4)).eval(), lambda n: torch.randn(n, 12)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_imported_once_and_bound_at_every_size(name):
+    model, make = MODELS[name]
+    counters.clear()
+    compiled = torch.compile(model, backend="mlirc", dynamic=True)
+    sizes = [5, 2, 17, 3, 5]
+    with torch.no_grad():
+        for n in sizes:
+            x = make(n)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    stats = mlirc.stats()
+    # every graph Dynamo made (it may guard a range of sizes, a convolution's) imported once
+    assert stats.symbolic_imports == counters["stats"]["unique_graphs"], stats.summary()
+    assert stats.graphs == len(set(sizes)), stats.summary()
+    assert stats.fallback_nodes == 0 and stats.failed_regions == 0, stats.summary()
+
+
+def _stage_dumps(model, x, dynamic_shapes: bool, folder) -> dict[str, list[str]]:
+    config.dump_dir = str(folder)
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            torch.compile(model, backend="mlirc", dynamic=dynamic_shapes)(x)
+    finally:
+        config.dump_dir = None
+    return {
+        stage: [open(p).read() for p in sorted(glob.glob(os.path.join(folder, f"*.{stage}.mlir")))] for stage in STAGES
+    }
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_bound_module_compiles_as_the_static_import(name, tmp_path):
+    """Bound at the sizes it was traced with, the symbolic import goes through every
+    later stage as the static graph's import does, to the byte."""
+    model, make = MODELS[name]
+    x = make(6)
+    static = _stage_dumps(model, x, False, tmp_path / "static")
+    bound = _stage_dumps(model, x, True, tmp_path / "dynamic")
+    assert mlirc.stats().symbolic_imports == 1
+    for stage in STAGES:
+        assert len(static[stage]) == len(bound[stage]) == 1, stage
+        assert bound[stage] == static[stage], f"{name}: the {stage} stage differs"
+
+
+def test_a_graph_that_needs_a_static_size_is_specialized_per_size():
+    """Slicing at a symbolic offset has no symbolic import yet: each size's graph is
+    made static from the FX graph, as before, with the same answers."""
+
+    def halves(x):
+        return x[: x.shape[0] // 2] - x[x.shape[0] // 2 :].flip(0)
+
+    compiled = torch.compile(halves, backend="mlirc", dynamic=True)
+    for n in (4, 10, 16):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(compiled(x), halves(x))
+    stats = mlirc.stats()
+    assert stats.symbolic_imports == 0 and stats.graphs == 3 and stats.fallback_nodes == 0, stats.summary()
+
+
+def test_transposed_arguments_take_the_per_size_path():
+    """The symbolic import takes row-major arguments; a call with a transposed one is
+    compiled from the FX graph at its size and strides."""
+    fn = lambda x: (x * 2).softmax(-1)  # noqa: E731
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for x in (torch.randn(5, 6), torch.randn(7, 6), torch.randn(6, 9).t(), torch.randn(9, 6)):
+        actual = compiled(x)
+        torch.testing.assert_close(actual, fn(x))
+        assert actual.stride() == fn(x).stride()
+    assert mlirc.stats().symbolic_imports == 1
+
+
+def test_no_new_guards_refuses_to_pin_a_size():
+    """Inside no_new_guards, a question only a guard would answer raises; one the
+    size's known range answers (Dynamo's 0/1 specialization: s0 >= 2) does not."""
+    seen = {}
+
+    def backend(gm, example_inputs):
+        size = next(x for x in example_inputs if isinstance(x, torch.SymInt))
+        env = size.node.shape_env
+        guards = len(env.guards)
+        with dynamic.no_new_guards(example_inputs):
+            seen["range"] = bool(size >= 2)
+            with pytest.raises(dynamic.SizeWouldSpecialize):
+                int(size)
+            with pytest.raises(dynamic.SizeWouldSpecialize):
+                bool(size == 5)
+        seen["new_guards"] = len(env.guards) - guards
+        return gm
+
+    torch.compile(lambda x: x + 1, backend=backend, dynamic=True)(torch.randn(5, 3))
+    assert seen == {"range": True, "new_guards": 0}
+
+
+def test_size_arithmetic_and_results_of_symbolic_size():
+    """Sizes Dynamo computes (s0*s1, s0//2 + 1) reach the sized ops, and results of
+    symbolic size have eager's strides."""
+
+    def fn(x, y):
+        flat = x.reshape(x.shape[0] * x.shape[1], -1)
+        return F.pad(flat, (0, 1)) @ y, x.sum((1, 2)) / x.shape[2]
+
+    counters.clear()
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for a, b in ((3, 4), (5, 2), (2, 9)):
+        x, y = torch.randn(a, b, 6), torch.randn(7, 3)
+        for actual, expected in zip(compiled(x, y), fn(x, y), strict=True):
+            torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+            assert actual.stride() == expected.stride()
+    assert mlirc.stats().symbolic_imports == counters["stats"]["unique_graphs"], mlirc.stats().summary()
