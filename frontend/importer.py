@@ -132,8 +132,11 @@ class FxImporter:
             fn.attributes[ARG_LAYOUTS_ATTR] = layouts.encode(arg_layouts)
         if any(result_layouts):
             fn.attributes[RESULT_LAYOUTS_ATTR] = layouts.encode(result_layouts)
-        eager = [(m.shape, s or m.stride()) for m, s in zip(map(node_meta, outputs), eager_strides, strict=True)]
-        if all(isinstance(d, int) for shape, strides in eager for d in (*shape, *strides)):
+        eager = [
+            ([shapes.static_dim(d) for d in m.shape], [shapes.static_dim(d) for d in s or m.stride()])
+            for m, s in zip(map(node_meta, outputs), eager_strides, strict=True)
+        ]
+        if all(d is not None for shape, strides in eager for d in (*shape, *strides)):
             # else known per call only: binding the sizes sets it (passes/bind_sizes.py)
             fn.attributes[RESULT_EAGER_ATTR] = layouts.encode_eager(eager)
 
@@ -182,8 +185,10 @@ def _layout_of(node: fx.Node, strides: tuple[int, ...] | None = None) -> layouts
     if not isinstance(meta, torch.Tensor):
         return None
     strides = tuple(strides or meta.stride())
-    if all(isinstance(d, int) for d in (*meta.shape, *strides)):
-        return layouts.plan(tuple(meta.shape), strides)
+    shape = [shapes.static_dim(d) for d in meta.shape]
+    static_strides = [shapes.static_dim(d) for d in strides]
+    if None not in shape and None not in static_strides:
+        return layouts.plan(shape, static_strides)
     # A symbolic layout is planned at the traced sizes; the importer takes row-major
     # ones only (a permuted buffer of symbolic dims is not built yet).
     layout = layouts.plan([hint_int(d) for d in meta.shape], [hint_int(d) for d in strides])

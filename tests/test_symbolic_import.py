@@ -156,3 +156,25 @@ def test_size_arithmetic_and_results_of_symbolic_size():
             torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
             assert actual.stride() == expected.stride()
     assert mlirc.stats().symbolic_imports == counters["stats"]["unique_graphs"], mlirc.stats().summary()
+
+
+def test_results_whose_strides_dynamo_keeps_as_constant_symbols():
+    """With dynamic=True a static graph's result can have strides that are SymInts of
+    constant value (an embedding of an expanded table); they are still its static
+    layout, and the other results keep eager's strides (fuzzer graph 34000304000617:
+    an expanded result came back with its buffer's shape)."""
+
+    def graph(table, unused, index):
+        looked_up = F.embedding(index, table)
+        kept = torch.where(table > 0, table, table)
+        index.masked_fill(index > 1, -1)
+        looked_up.narrow(1, 0, 1)
+        return kept.unsqueeze(0).expand([3, 2, 127]), looked_up
+
+    compiled = torch.compile(graph, backend="mlirc", dynamic=True)
+    unused = torch.randint(-9, 9, (17, 2), dtype=torch.int32)
+    for n in (2, 1):
+        table, index = torch.randn(n, 127).as_strided([n, 127], [0, 1]), torch.zeros(n, 1, dtype=torch.long)
+        for actual, expected in zip(compiled(table, unused, index), graph(table, unused, index), strict=True):
+            torch.testing.assert_close(actual, expected)
+            assert actual.stride() == expected.stride()
