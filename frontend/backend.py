@@ -187,6 +187,7 @@ def _compile_symbolic(
             raise UnsupportedOpError(str(node.target), reason)
         return _SymbolicGraph(gm, _device_of(example_inputs))
 
+    stats().symbolic_graphs += 1
     specialized = dynamic.SizeSpecialized(
         gm, example_inputs, compile_static, user_outputs, specialize_failed, None if autotune else symbolic
     )

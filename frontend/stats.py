@@ -24,8 +24,10 @@ class CompileStats:
     fallback_ops: Counter = field(default_factory=Counter)  # "aten.op: reason" -> count
     library_nodes: int = 0  # library kernels called on purpose (LAPACK, FFT): not fallback
     library_ops: Counter = field(default_factory=Counter)
-    # graphs of symbolic sizes imported once and bound at each size (frontend/compile.py
-    # SymbolicRegion); each size's compile counts in `graphs` as a static one does
+    # graphs of symbolic sizes Dynamo handed over, and those of them imported once and
+    # bound at each size (frontend/compile.py SymbolicRegion; the others are specialized
+    # per size from their FX graph); each size's compile counts in `graphs`
+    symbolic_graphs: int = 0
     symbolic_imports: int = 0
 
     @property
@@ -39,7 +41,7 @@ class CompileStats:
             f"graphs={self.graphs} regions={self.compiled_regions} failed_regions={self.failed_regions}"
             f" compiled_nodes={self.compiled_nodes} fallback_nodes={self.fallback_nodes} kernels={self.kernels}"
             + (f" library_nodes={self.library_nodes}" if self.library_nodes else "")
-            + (f" symbolic_imports={self.symbolic_imports}" if self.symbolic_imports else "")
+            + (f" symbolic_imports={self.symbolic_imports}/{self.symbolic_graphs}" if self.symbolic_graphs else "")
         ]
         lines += [f"  fallback {op}: {n}" for op, n in self.fallback_ops.most_common()]
         return "\n".join(lines)

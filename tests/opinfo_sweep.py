@@ -103,6 +103,9 @@ class Result:
     status: str
     reason: str = ""
     seconds: float = 0.0
+    # with --dynamic: the symbolic graphs mlirc imported once with their symbolic sizes,
+    # of those it was given ("2/3"; the rest are specialized per size)
+    symbolic: str = ""
 
 
 def case_name(op, dtype: str) -> str:
@@ -308,7 +311,8 @@ def run_case(case: str, backend: str, max_samples: int | None, device: str = "cp
         return Result(case, "fallback", _fallback_reason(stats), elapsed)
     if stats.compiled_nodes == 0 and stats.library_nodes == 0:
         return Result(case, "eager", "no graph with compute reached mlirc", elapsed)
-    return Result(case, "compiled", "", elapsed)
+    symbolic = f"{stats.symbolic_imports}/{stats.symbolic_graphs}" if stats.symbolic_graphs else ""
+    return Result(case, "compiled", "", elapsed, symbolic)
 
 
 def worker(backend: str, max_samples: int | None, device: str, dynamic: bool = False) -> None:
@@ -446,6 +450,15 @@ def summary(results: list[Result], backend: str) -> str:
         if r.status == "fallback":
             for part in r.reason.split("; "):
                 reasons[part] += 1
+    symbolic = [r for r in results if r.symbolic]
+    if symbolic:
+        imported = sum(int(r.symbolic.split("/")[0]) for r in symbolic)
+        given = sum(int(r.symbolic.split("/")[1]) for r in symbolic)
+        whole = sum(r.symbolic.split("/")[0] == r.symbolic.split("/")[1] for r in symbolic)
+        lines.append(
+            f"\nsymbolic graphs imported once with their symbolic sizes: {imported} of {given}"
+            f" ({whole} of {len(symbolic)} compiled cases had all theirs imported so)"
+        )
     if reasons:
         lines.append("\nfallback reasons, by number of cases:")
         lines += [f"{n:6}  {reason}" for reason, n in reasons.most_common()]

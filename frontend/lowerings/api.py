@@ -8,6 +8,7 @@ file, so its LOWERINGS and CHECKS are the complete table.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -81,6 +82,21 @@ class LoweringContext:
         if shapes.shape_of(ok):
             ok = builders.reduce("reduce_all", ok, list(range(len(shapes.shape_of(ok)))), False)
         self.checks.append((ok, check))
+
+    def element_count(self, arg: fx.Node, dims: Sequence[int]) -> int | torch.SymInt:
+        """How many elements of the tensor `arg` lie along `dims`: an int, or where a
+        dim is symbolic, a SymInt (Dynamo's sizes there are >= 2)."""
+        shape = node_meta(arg).shape
+        count = math.prod(shape[d] for d in dims)
+        static = shapes.static_dim(count) if isinstance(count, torch.SymInt) else count
+        return count if static is None else static
+
+    def size_tensor(self, size: int | torch.SymInt, dtype: torch.dtype) -> ir.Value:
+        """A size (an element count) as a 0-d tensor of `dtype`: a constant, or known per call."""
+        elem = shapes.element_type(dtype)
+        if isinstance(size, torch.SymInt):
+            return builders.from_size(self.sizes.dim(size), elem)
+        return builders.scalar_constant(float(size) if dtype.is_floating_point else size, elem)
 
     def value(self, arg: Any, like: ir.Value | None = None, elem: ir.Type | None = None) -> ir.Value:
         """An fx argument as an IR value; Python scalars become 0-d constants."""

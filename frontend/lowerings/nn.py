@@ -11,6 +11,7 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
+from mlirc.errors import UnsupportedOpError
 from mlirc.frontend.lowerings.api import (
     LoweringContext,
     arg,
@@ -79,13 +80,7 @@ def _mean(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     in_shape = shapes.shape_of(x)
     dims = _dims(node, 1, len(in_shape))
     total = b.reduce("reduce_sum", x, dims, arg(node, 2, "keepdim", False))
-    if all(in_shape[d] is not None for d in dims):
-        count = math.prod(in_shape[d] for d in dims)  # type: ignore[misc]
-        return b.elementwise("div", total, lctx.typed(float(count), dtype))
-    # over symbolic dims: the count is known per call
-    sizes = node_meta(node.args[0]).shape
-    count = lctx.sizes.dim(math.prod(sizes[d] for d in dims))
-    return b.elementwise("div", total, b.from_size(count, shapes.element_type(dtype)))
+    return b.elementwise("div", total, lctx.size_tensor(lctx.element_count(node.args[0], dims), dtype))
 
 
 def _float_input(node: fx.Node) -> str | None:
@@ -109,22 +104,29 @@ def _var(lctx: LoweringContext, node: fx.Node) -> ir.Value | tuple[ir.Value, ir.
     dims = _dims(node, 1, len(in_shape))
     keepdim = bool(node.kwargs.get("keepdim", False))
     correction = node.kwargs.get("correction")
-    count = math.prod(in_shape[d] for d in dims)
-    mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), lctx.typed(float(count), acc))
+    count = lctx.element_count(node.args[0], dims)
+    mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), lctx.size_tensor(count, acc))
     # One element: its deviation is 0 (NaN for inf or NaN), said as x * 0.  As x - mean,
     # a GPU kernel that computes x = a * b fuses the product into the subtraction (FP
     # contraction) and leaves the product's rounding error: var() was inf, not 0 / 0.
-    dev = b.elementwise("mul", x, lctx.typed(0.0, acc)) if count == 1 else b.elementwise("sub", x, mean)
+    one = isinstance(count, int) and count == 1
+    dev = b.elementwise("mul", x, lctx.typed(0.0, acc)) if one else b.elementwise("sub", x, mean)
     squares = b.reduce("reduce_sum", b.elementwise("mul", dev, dev), dims, keepdim)
-    divisor = max(count - (1 if correction is None else correction), 0)
-    var = b.elementwise("div", squares, lctx.typed(float(divisor), acc))
+    correction = 1 if correction is None else correction
+    if isinstance(count, int):
+        divisor = lctx.typed(float(max(count - correction, 0)), acc)
+    elif isinstance(correction, int) and correction <= 2:  # a symbolic count is >= 2: no clamp
+        divisor = lctx.size_tensor(count - correction, acc)
+    else:
+        raise UnsupportedOpError(str(node.target), f"correction {correction} of a count of symbolic size")
+    var = b.elementwise("div", squares, divisor)
     if node.target in (aten.std.correction, aten.std_mean.correction):  # the root before rounding, as eager
         var = b.elementwise("sqrt", var)
     var = narrow_to_out(var, node)
     if node.target in (aten.var.correction, aten.std.correction):
         return var
     mean = narrow_to_out(mean, node)
-    return var, mean if keepdim else b.reshape(mean, list(shapes.shape_of(var)))
+    return var, mean if keepdim else b.reshape(mean, lctx.shape(node))
 
 
 def _arg_reduction(name: str):
@@ -179,7 +181,9 @@ def _reshape_channels(value: ir.Value, rank: int) -> ir.Value:
     return b.reshape(value, [1, shapes.shape_of(value)[0]] + [1] * (rank - 2))
 
 
-def _row_mean(lctx: LoweringContext, x: ir.Value, dtype: torch.dtype, dims: list[int], on_cpu: bool) -> ir.Value:
+def _row_mean(
+    lctx: LoweringContext, x: ir.Value, dtype: torch.dtype, dims: list[int], count: int | torch.SymInt, on_cpu: bool
+) -> ir.Value:
     """The mean over `dims` (keepdim), exact on a constant row as eager's Welford mean
     is: such a row then normalizes to exactly 0, where a rounded float32 sum / n
     leaves about 1e-4 |x|.  On the CPU, the deviations from each row's first element
@@ -188,16 +192,15 @@ def _row_mean(lctx: LoweringContext, x: ir.Value, dtype: torch.dtype, dims: list
     its row in registers, where no element is at hand: it sums in float64, where n
     copies of a float32 add up exactly and divide back to the element itself."""
     in_shape = shapes.shape_of(x)
-    count = math.prod(in_shape[d] for d in dims)
-    if on_cpu and count:
+    if on_cpu and not (isinstance(count, int) and count == 0):
         rank = len(in_shape)
         pivot_type = shapes.tensor_type([1 if d in dims else n for d, n in enumerate(in_shape)], shapes.elem_of(x))
         pivot = b.create("slice", [x], pivot_type, starts=[0] * rank, steps=[1] * rank)
         deviations = b.reduce("reduce_sum", b.elementwise("sub", x, pivot), dims, True)
-        return b.elementwise("add", pivot, b.elementwise("div", deviations, lctx.typed(float(count), dtype)))
+        return b.elementwise("add", pivot, b.elementwise("div", deviations, lctx.size_tensor(count, dtype)))
     wide = torch.float64 if dtype == torch.float32 else dtype
     total = b.reduce("reduce_sum", b.convert(x, shapes.element_type(wide)), dims, True)
-    return b.convert(b.elementwise("div", total, lctx.typed(float(count), wide)), shapes.elem_of(x))
+    return b.convert(b.elementwise("div", total, lctx.size_tensor(count, wide)), shapes.elem_of(x))
 
 
 @register(aten.native_layer_norm.default)
@@ -206,13 +209,13 @@ def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Valu
     x = lctx.typed(node.args[0], dtype)
     in_shape = shapes.shape_of(x)
     norm_dims = list(range(len(in_shape) - len(node.args[1]), len(in_shape)))
-    count = float(math.prod(in_shape[d] for d in norm_dims))
-    mean = _row_mean(lctx, x, dtype, norm_dims, on_cpu=node_meta(node.args[0]).device.type == "cpu")
+    count = lctx.element_count(node.args[0], norm_dims)
+    mean = _row_mean(lctx, x, dtype, norm_dims, count, on_cpu=node_meta(node.args[0]).device.type == "cpu")
     centered = b.elementwise("sub", x, mean)
     var = b.elementwise(
         "div",
         b.reduce("reduce_sum", b.elementwise("mul", centered, centered), norm_dims, True),
-        lctx.typed(count, dtype),
+        lctx.size_tensor(count, dtype),
     )
     rstd = b.elementwise("rsqrt", b.elementwise("add", var, lctx.typed(float(node.args[4]), dtype)))
     out = b.elementwise("mul", centered, rstd)
@@ -232,7 +235,7 @@ def _batch_norm_batch_statistics(lctx: LoweringContext, node: fx.Node) -> tuple[
     x = lctx.typed(node.args[0], dtype)
     in_shape = shapes.shape_of(x)
     dims = [d for d in range(len(in_shape)) if d != 1]
-    count = lctx.typed(float(math.prod(in_shape[d] for d in dims)), dtype)
+    count = lctx.size_tensor(lctx.element_count(node.args[0], dims), dtype)
     mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), count)
     centered = b.elementwise("sub", x, mean)
     var = b.elementwise("div", b.reduce("reduce_sum", b.elementwise("mul", centered, centered), dims, True), count)

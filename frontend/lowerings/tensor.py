@@ -109,7 +109,8 @@ def _cat(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     result = parts[0]
     for part in parts[1:]:
         shape = list(shapes.shape_of(result))
-        shape[dim] += shapes.shape_of(part)[dim]
+        joined = shapes.shape_of(part)[dim]
+        shape[dim] = None if None in (shape[dim], joined) else shape[dim] + joined
         result = b.create("concat", [result, part], shapes.torch_tensor_type(shape, dtype), dim=dim)
     return result
 
