@@ -320,3 +320,12 @@ def test_graphs_returning_more_than_dynamos_outputs():
         torch.testing.assert_close(compiled(x), reference(x), rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(bn.running_mean, reference.running_mean)
     assert not any("zip" in reason for reason in mlirc.stats().fallback_ops), mlirc.stats().summary()
+
+
+def test_float_arithmetic_dynamo_makes_tensor_ops():
+    """With dynamic=True Dynamo turns float arithmetic into tensor ops (its scalars
+    'tensorified'): linspace's step is a true_divide, div's alias."""
+    fn = torch.compile(lambda start, end: torch.linspace(start, end, 7), backend="mlirc", dynamic=True)
+    for start, end in ((1.0, 3.0), (-2.5, 4.0)):
+        torch.testing.assert_close(fn(start, end), torch.linspace(start, end, 7))
+    assert_compiled_everything()

@@ -141,6 +141,9 @@ BINARY_TABLE = {
     aten.mul.Scalar: "mul",
     aten.div.Tensor: "div",
     aten.div.Scalar: "div",
+    # div's alias; Dynamo's float arithmetic on sizes made tensors (linspace, interpolate)
+    aten.true_divide.Tensor: "div",
+    aten.true_divide.Scalar: "div",
     aten.remainder.Tensor: "remainder",
     aten.remainder.Scalar: "remainder",
     aten.fmod.Tensor: "fmod",
