@@ -40,6 +40,9 @@ MixedShape = Sequence[int | ir.Value]
 
 def split_mixed(dims: MixedShape) -> tuple[list[int | None], list[ir.Value]]:
     """A mixed shape as the static shape of its type (None: `?`) and the sizes of its `?` dims."""
+    for d in dims:
+        if not isinstance(d, (int, ir.Value)):
+            raise VerificationError(f"a sized op's dim must be an int or an index value, not {d!r}")
     static = [d if isinstance(d, int) else None for d in dims]
     return static, [d for d in dims if isinstance(d, ir.Value)]
 
@@ -111,6 +114,20 @@ def permute(value: ir.Value, perm: Sequence[int]) -> ir.Value:
         return value
     return create(
         "permute", [value], shapes.tensor_type([shape[p] for p in perm], shapes.elem_of(value)), perm=list(perm)
+    )
+
+
+def slice_(value: ir.Value, starts: Sequence[int], steps: Sequence[int], shape: MixedShape) -> ir.Value:
+    """Elements `starts[d] + i * steps[d]` of `value`, `shape[d]` of them along each dim
+    (an int, or the `index` size of a symbolic one)."""
+    static, sizes = split_mixed(shape)
+    return create(
+        "slice",
+        [value],
+        shapes.tensor_type(static, shapes.elem_of(value)),
+        sizes,
+        starts=list(starts),
+        steps=list(steps),
     )
 
 

@@ -6,8 +6,10 @@ their `index` size operands.  Lowering to linalg asks here for the sizes of the
 tensors it creates (`tensor.empty`).  A rule returns one entry per result dim: an
 int where the dim is static, an `index` value where it is `?`.
 
-Dynamo specializes sizes 0 and 1, so a symbolic dim is never a broadcast one: two
-operands with `?` at one position of an elementwise op have the same size.
+Two operands with `?` at one position of an elementwise op have one size: torch's
+broadcasting of two symbolic sizes asks whether they are equal or one of them is 1, a
+guard the symbolic import refuses (frontend/dynamic.py no_new_guards) unless the
+answer is known without one.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def result_dims(op: ir.Operation, tensors: Sequence[ir.Value]) -> list[Dim]:
         raise UnsupportedOpError(op.name, "symbolic sizes")
     sizes = [v for v in op.operands if isinstance(v.type, ir.IndexType)]
     found = RULES[name](op, list(tensors), sizes)
-    return [d if d is not None else found[i] for i, d in enumerate(out)]
+    return [found_dim if d is None else d for d, found_dim in zip(out, found, strict=True)]
 
 
 def _ints(op: ir.Operation, name: str) -> list[int]:
@@ -105,12 +107,6 @@ def _reduction(op: ir.Operation, tensors: list[ir.Value], _sizes: list[ir.Value]
 @rule("permute")
 def _permute(op: ir.Operation, tensors: list[ir.Value], _sizes: list[ir.Value]) -> list[Dim]:
     return [dim_of(tensors[0], p) for p in _ints(op, "perm")]
-
-
-@rule("slice")
-def _slice(op: ir.Operation, tensors: list[ir.Value], _sizes: list[ir.Value]) -> list[Dim]:
-    """A slice keeps a symbolic dim whole (the verifier checks it)."""
-    return [dim_of(tensors[0], d) for d in range(len(shapes.shape_of(tensors[0])))]
 
 
 @rule("concat")

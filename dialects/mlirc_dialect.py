@@ -60,7 +60,7 @@ OPS: dict[str, OpSignature] = {
     "broadcast": OpSignature(sized=True),
     "reshape": OpSignature(sized=True),
     "permute": OpSignature(attributes=("perm",)),
-    "slice": OpSignature(attributes=("starts", "steps")),
+    "slice": OpSignature(attributes=("starts", "steps"), sized=True),
     # Binary: IRDL binds one type to a variadic group, and concat's inputs differ in
     # size; the importer chains N-way cats.
     "concat": OpSignature(("lhs", "rhs"), attributes=("dim",)),

@@ -76,14 +76,14 @@ def static_dim(size: int | torch.SymInt) -> int | None:
 
 
 def tensor_type(shape: Sequence[int | torch.SymInt | None], elem: ir.Type) -> ir.RankedTensorType:
-    dims = [ir.ShapedType.get_dynamic_size() if d is None else static_dim(d) for d in shape]
-    dims = [ir.ShapedType.get_dynamic_size() if d is None else d for d in dims]
+    static = [None if d is None else static_dim(d) for d in shape]
+    dims = [ir.ShapedType.get_dynamic_size() if d is None else d for d in static]
     return ir.RankedTensorType.get(dims, elem)
 
 
 def torch_tensor_type(shape: Sequence[int | torch.SymInt | None], dtype: torch.dtype) -> ir.RankedTensorType:
     """The one place that turns a torch shape/dtype into an IR type (symbolic dims -> `?`)."""
-    return tensor_type([None if d is None else static_dim(d) for d in shape], element_type(dtype))
+    return tensor_type(shape, element_type(dtype))
 
 
 def shape_of(value_or_type: ir.Value | ir.Type) -> Shape:

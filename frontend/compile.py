@@ -22,8 +22,8 @@ from mlirc.backends import gpu as gpu_backend
 from mlirc.backends.cpu import codegen, jit_pool
 from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
-from mlirc.dialects import layouts, make_context
-from mlirc.dialects.attributes import RESULT_EAGER_ATTR
+from mlirc.dialects import layouts, make_context, shapes
+from mlirc.dialects.attributes import RESULT_EAGER_ATTR, RESULT_LAYOUTS_ATTR
 from mlirc.errors import MlircError, PipelineError
 from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
@@ -256,6 +256,19 @@ def _build_gpu(
     return call, source, len(launchers)
 
 
+def _check_bound_results(entry: ir.Operation, eager: list) -> None:
+    """The bound results have eager's shapes (in their buffers' layouts), or the
+    binding is refused: a wrong rule for a `?` dim never reaches a kernel."""
+    results = ir.FunctionType(entry.attributes["function_type"].value).results
+    result_layouts = layouts.decode(entry.attributes, RESULT_LAYOUTS_ATTR, len(eager))
+    for i, ((shape, _), layout) in enumerate(zip(eager, result_layouts, strict=True)):
+        expected = tuple(layout.buffer_shape(shape) if layout else shape)
+        if shapes.shape_of(results[i]) != expected:
+            raise PipelineError(
+                "mlirc-bind-sizes", f"result {i} is {list(shapes.shape_of(results[i]))}, eager's {list(expected)}"
+            )
+
+
 class SymbolicRegion:
     """A graph of symbolic sizes imported once, then compiled at each concrete size by
     binding its sizes (passes/bind_sizes.py) and running the stages after `BOUND_AFTER`.
@@ -275,13 +288,10 @@ class SymbolicRegion:
         self.options = pass_options() if options is None else options
         self.name = f"region{next(_region_numbers)}"
         module, self.stage_ir = _import(gm, device, self.name)
+        stages = BACKENDS[device.type].stages
         with module.context:
             before = self.stage_ir["mlirc"]
-            for stage in (
-                BACKENDS[device.type].stages[: BACKENDS[device.type].stages.index(self.BOUND_AFTER) + 1]
-                if self.BOUND_AFTER != "mlirc"
-                else ()
-            ):
+            for stage in stages[: stages.index(self.BOUND_AFTER) + 1] if self.BOUND_AFTER in stages else ():
                 _run_stage(module, stage, self.name, self.stage_ir, self.options, before)
                 before = self.stage_ir[stage]
         self.context = module.context
@@ -301,6 +311,7 @@ class SymbolicRegion:
             _step("mlirc-bind-sizes", lambda: run_passes(module, [pipeline], stage="mlirc-bind-sizes"))
             if eager is not None:
                 entry = bind_sizes.entry_function(module.operation)
+                _check_bound_results(entry, eager)
                 entry.attributes[RESULT_EAGER_ATTR] = layouts.encode_eager(eager)
         stage_ir = {self.BOUND_AFTER: str(module)}
         _dump(name, "bound", stage_ir[self.BOUND_AFTER])

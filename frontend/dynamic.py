@@ -99,7 +99,8 @@ class SizeWouldSpecialize(UnsupportedOpError):
 def _shape_envs(example_inputs: Sequence[Any]) -> list:
     envs: dict[int, Any] = {}
     for x in example_inputs:
-        sizes = [x] if isinstance(x, torch.SymInt) else list(x.shape) if isinstance(x, torch.Tensor) else []
+        sizes = [x] if isinstance(x, torch.SymInt) else []
+        sizes += [*x.shape, *x.stride()] if isinstance(x, torch.Tensor) else []
         for size in sizes:
             if isinstance(size, torch.SymInt):
                 envs[id(size.node.shape_env)] = size.node.shape_env
@@ -112,6 +113,8 @@ def no_new_guards(example_inputs: Sequence[Any]) -> Iterator[None]:
     answer (`s0 == 4`, `int(s0)`) raises SizeWouldSpecialize instead of adding a
     guard and answering for the traced size."""
     envs = _shape_envs(example_inputs)
+    if not envs:
+        raise SizeWouldSpecialize("symbolic sizes", "no shape environment to watch")
 
     def refusing(env: Any) -> Callable:
         def evaluate_expr(expr: Any, *args: Any, **kwargs: Any) -> Any:
@@ -122,13 +125,17 @@ def no_new_guards(example_inputs: Sequence[Any]) -> Iterator[None]:
 
         return evaluate_expr
 
+    before = [env.__dict__.get("evaluate_expr") for env in envs]  # an enclosing no_new_guards'
     for env in envs:
         env.evaluate_expr = refusing(env)  # an instance attribute over the method
     try:
         yield
     finally:
-        for env in envs:
-            del env.evaluate_expr
+        for env, previous in zip(envs, before, strict=True):
+            if previous is None:
+                del env.evaluate_expr
+            else:
+                env.evaluate_expr = previous
 
 
 def returns_argument_views(gm: fx.GraphModule) -> bool:

@@ -213,9 +213,7 @@ def _to_buffer(value: ir.Value, layout: layouts.Layout | None) -> ir.Value:
     if layout.expanded:
         shape = [1 if d in layout.expanded else n for d, n in enumerate(shapes.shape_of(value))]
         rank = len(shape)
-        value = builders.create(
-            "slice", [value], shapes.tensor_type(shape, shapes.elem_of(value)), starts=[0] * rank, steps=[1] * rank
-        )
+        value = builders.slice_(value, [0] * rank, [1] * rank, shape)
     return builders.permute(value, layout.order)
 
 

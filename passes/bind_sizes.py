@@ -268,7 +268,7 @@ def bind_sizes(module: ir.Operation, options: BindSizesOptions) -> None:
         passmanager.PassManager.parse("builtin.module(canonicalize,cse)").run(module)
         functions = _functions(module)
         changed = False
-        for fn in functions.values():
+        for fn in list(functions.values()):  # a callee copied for a second caller joins `functions`
             for op in list(fn.entry_block.operations):
                 if op.operation.name == "func.call":
                     changed |= _specialize_call(module, op.operation, functions)

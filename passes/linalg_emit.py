@@ -167,10 +167,11 @@ def reassociation(src: Sequence[int], dst: Sequence[int]) -> list[list[int]] | N
     return groups
 
 
-def reshape(value: ir.Value, dst_shape: Sequence[dims.Dim]) -> ir.Value:
+def reshape(value: ir.Value, dst_shape: Sequence[dims.Dim], unit_dims_only: bool = False) -> ir.Value:
     """`value` as `dst_shape` (static dims as ints, symbolic ones as `index` values):
     a collapse or an expand of its dims where groups of them match, else both,
-    through one dim."""
+    through one dim.  `unit_dims_only`: the caller knows that only unit dims come or
+    go (a reduction's keepdim), so its symbolic dims pair in order."""
     src_static = list(shapes.shape_of(value))
     dst_static = [d if isinstance(d, int) else None for d in dst_shape]
     elem = shapes.elem_of(value)
@@ -178,10 +179,10 @@ def reshape(value: ir.Value, dst_shape: Sequence[dims.Dim]) -> ir.Value:
         return value
     result_type = shapes.tensor_type(dst_static, elem)
     # One symbolic dim on each side is the same size where the static dims around it
-    # group alike (the element counts agree); so are several where only unit dims
-    # come or go.  Otherwise which is which is unknown.
-    same_dims = [d for d in src_static if d != 1] == [d for d in dst_static if d != 1]
-    if src_static.count(None) == dst_static.count(None) and (same_dims or src_static.count(None) <= 1):
+    # group alike (the element counts agree); several pair in order where the caller
+    # knows only unit dims come or go.  Otherwise which is which is unknown (`?` is
+    # any size: [s0, s1] -> [s1, s0] has the same types).
+    if src_static.count(None) == dst_static.count(None) and (unit_dims_only or src_static.count(None) <= 1):
         src_key, dst_key = _tokens(src_static), _tokens(dst_static)
         if len(dst_key) <= len(src_key):
             groups = reassociation(src_key, dst_key)

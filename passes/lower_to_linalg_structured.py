@@ -65,7 +65,7 @@ def _reduce(m: MlircOp) -> ir.Value:
     init = le.fill(const(elem, init_of(m.out_elem)), le.empty(reduced_dims, elem))
     body = lambda a: [combine(a[0], a[1])]  # noqa: E731
     reduced = le.generic(m.operands, [le.identity_map(rank)], [init], [out_map], iterators, body)[0]
-    return reduced if len(m.out_shape) == len(reduced_dims) else le.reshape(reduced, m.out_dims)
+    return reduced if len(m.out_shape) == len(reduced_dims) else le.reshape(reduced, m.out_dims, unit_dims_only=True)
 
 
 @pattern("argmax", "argmin")

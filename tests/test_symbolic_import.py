@@ -178,3 +178,25 @@ def test_results_whose_strides_dynamo_keeps_as_constant_symbols():
         for actual, expected in zip(compiled(table, unused, index), graph(table, unused, index), strict=True):
             torch.testing.assert_close(actual, expected)
             assert actual.stride() == expected.stride()
+
+
+def test_a_size_as_a_fill_value_keeps_eagers_overflow_error():
+    """Whether a size fits the fill's dtype is known per call: such a graph is
+    specialized per size, where eager's error is raised for a size that overflows."""
+    fn = lambda x: x.to(torch.int8).masked_fill(x > 0, x.shape[0])  # noqa: E731
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for n in (5, 7):
+        x = torch.randn(n)
+        torch.testing.assert_close(compiled(x), fn(x))
+    with pytest.raises(RuntimeError, match="overflow"):
+        compiled(torch.randn(300))
+
+
+def test_variance_over_a_count_that_may_be_small():
+    """A derived count (s0 // 2) can be 1 where correction is 2: eager's divisor is
+    max(N - correction, 0), so the variance is NaN, not -0."""
+    fn = lambda x: torch.var(x.view(-1, 2).sum(1), correction=2)  # noqa: E731
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for n in (8, 12, 2):
+        x = torch.randn(n)
+        torch.testing.assert_close(compiled(x), fn(x), equal_nan=True)

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 from mlir import ir
+from torch.fx.experimental import symbolic_shapes
 
 from mlirc.dialects import builders, shapes
 from mlirc.dialects.runtime_checks import RuntimeCheck
@@ -84,12 +85,24 @@ class LoweringContext:
         self.checks.append((ok, check))
 
     def element_count(self, arg: fx.Node, dims: Sequence[int]) -> int | torch.SymInt:
-        """How many elements of the tensor `arg` lie along `dims`: an int, or where a
-        dim is symbolic, a SymInt (Dynamo's sizes there are >= 2)."""
-        shape = node_meta(arg).shape
+        """How many elements of the tensor `arg` lie along `dims` (count_of)."""
+        return self.count_of(node_meta(arg).shape, dims)
+
+    @staticmethod
+    def count_of(shape: Sequence[int | torch.SymInt], dims: Sequence[int]) -> int | torch.SymInt:
+        """How many elements of a tensor of torch's `shape` lie along `dims`: an int,
+        or where a dim is symbolic, a SymInt (which may be 0 or 1 at run time where it
+        is not a bare symbol: `s0 // 2`)."""
         count = math.prod(shape[d] for d in dims)
         static = shapes.static_dim(count) if isinstance(count, torch.SymInt) else count
         return count if static is None else static
+
+    @staticmethod
+    def at_least(count: int | torch.SymInt, low: int) -> bool:
+        """Is `count` >= `low` at every size, as far as known without a guard?"""
+        if isinstance(count, int):
+            return count >= low
+        return symbolic_shapes.statically_known_true(count >= low)
 
     def size_tensor(self, size: int | torch.SymInt, dtype: torch.dtype) -> ir.Value:
         """A size (an element count) as a 0-d tensor of `dtype`: a constant, or known per call."""
@@ -189,6 +202,10 @@ def fill_values_fit(node: fx.Node) -> str | None:
     for value in [*node.args, *node.kwargs.values()]:
         if isinstance(value, (int, float)) and not shapes.scalar_fits(value, dtype):
             return f"the value {value!r} overflows {dtype} (eager raises)"
+        if isinstance(value, fx.Node) and isinstance(node_meta(value), (torch.SymInt, torch.SymFloat)):
+            # a size used as the fill value: whether it fits is known per call only (the
+            # graph is then specialized per size, where it is a number)
+            return "a fill value of symbolic size"
     return None
 
 

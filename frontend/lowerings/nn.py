@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Sequence
 
 import torch
 import torch.fx as fx
@@ -109,14 +110,16 @@ def _var(lctx: LoweringContext, node: fx.Node) -> ir.Value | tuple[ir.Value, ir.
     # One element: its deviation is 0 (NaN for inf or NaN), said as x * 0.  As x - mean,
     # a GPU kernel that computes x = a * b fuses the product into the subtraction (FP
     # contraction) and leaves the product's rounding error: var() was inf, not 0 / 0.
+    if not isinstance(count, int) and not lctx.at_least(count, 2):
+        raise UnsupportedOpError(str(node.target), "a count of symbolic size that may be 1")
     one = isinstance(count, int) and count == 1
     dev = b.elementwise("mul", x, lctx.typed(0.0, acc)) if one else b.elementwise("sub", x, mean)
     squares = b.reduce("reduce_sum", b.elementwise("mul", dev, dev), dims, keepdim)
     correction = 1 if correction is None else correction
     if isinstance(count, int):
         divisor = lctx.typed(float(max(count - correction, 0)), acc)
-    elif isinstance(correction, int) and correction <= 2:  # a symbolic count is >= 2: no clamp
-        divisor = lctx.size_tensor(count - correction, acc)
+    elif isinstance(correction, int):
+        divisor = lctx.size_tensor(torch.sym_max(count - correction, 0), acc)
     else:
         raise UnsupportedOpError(str(node.target), f"correction {correction} of a count of symbolic size")
     var = b.elementwise("div", squares, divisor)
@@ -182,7 +185,7 @@ def _reshape_channels(value: ir.Value, rank: int) -> ir.Value:
 
 
 def _row_mean(
-    lctx: LoweringContext, x: ir.Value, dtype: torch.dtype, dims: list[int], count: int | torch.SymInt, on_cpu: bool
+    lctx: LoweringContext, x: ir.Value, dtype: torch.dtype, dims: list[int], shape: Sequence, on_cpu: bool
 ) -> ir.Value:
     """The mean over `dims` (keepdim), exact on a constant row as eager's Welford mean
     is: such a row then normalizes to exactly 0, where a rounded float32 sum / n
@@ -191,11 +194,13 @@ def _row_mean(
     (mlirc-fold-slice-reads), for one subtraction per element.  A GPU program holds
     its row in registers, where no element is at hand: it sums in float64, where n
     copies of a float32 add up exactly and divide back to the element itself."""
-    in_shape = shapes.shape_of(x)
-    if on_cpu and not (isinstance(count, int) and count == 0):
-        rank = len(in_shape)
-        pivot_type = shapes.tensor_type([1 if d in dims else n for d, n in enumerate(in_shape)], shapes.elem_of(x))
-        pivot = b.create("slice", [x], pivot_type, starts=[0] * rank, steps=[1] * rank)
+    count = lctx.count_of(shape, dims)
+    if on_cpu and not lctx.at_least(count, 1) and not (isinstance(count, int) and count == 0):
+        raise UnsupportedOpError("mean", "rows of a symbolic size that may be empty")
+    if on_cpu and (not isinstance(count, int) or count != 0):
+        rank = len(shape)
+        sizes = lctx.sizes.mixed(shape)
+        pivot = b.slice_(x, [0] * rank, [1] * rank, [1 if d in dims else n for d, n in enumerate(sizes)])
         deviations = b.reduce("reduce_sum", b.elementwise("sub", x, pivot), dims, True)
         return b.elementwise("add", pivot, b.elementwise("div", deviations, lctx.size_tensor(count, dtype)))
     wide = torch.float64 if dtype == torch.float32 else dtype
@@ -210,7 +215,8 @@ def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Valu
     in_shape = shapes.shape_of(x)
     norm_dims = list(range(len(in_shape) - len(node.args[1]), len(in_shape)))
     count = lctx.element_count(node.args[0], norm_dims)
-    mean = _row_mean(lctx, x, dtype, norm_dims, count, on_cpu=node_meta(node.args[0]).device.type == "cpu")
+    meta = node_meta(node.args[0])
+    mean = _row_mean(lctx, x, dtype, norm_dims, meta.shape, on_cpu=meta.device.type == "cpu")
     centered = b.elementwise("sub", x, mean)
     var = b.elementwise(
         "div",

@@ -64,9 +64,7 @@ def _sliced(value: ir.Value, shape: list[int]) -> ir.Value:
     if list(shapes.shape_of(value)) == shape:
         return value
     rank = len(shape)
-    return b.create(
-        "slice", [value], shapes.tensor_type(tuple(shape), shapes.elem_of(value)), starts=[0] * rank, steps=[1] * rank
-    )
+    return b.slice_(value, [0] * rank, [1] * rank, shape)
 
 
 def _padded(value: ir.Value, shape: list[int], fill: ir.Value) -> ir.Value:

@@ -69,12 +69,12 @@ def _transpose(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     return b.permute(x, perm)
 
 
-def _slice(x: ir.Value, dim: int, start: int, step: int, result_shape: tuple[int, ...]) -> ir.Value:
+def _slice(x: ir.Value, dim: int, start: int, step: int, result_shape: b.MixedShape) -> ir.Value:
     rank = len(result_shape)
     starts = [0] * rank
     steps = [1] * rank
     starts[dim], steps[dim] = start, step
-    return b.create("slice", [x], shapes.tensor_type(result_shape, shapes.elem_of(x)), starts=starts, steps=steps)
+    return b.slice_(x, starts, steps, result_shape)
 
 
 @register(aten.slice.Tensor)
@@ -86,7 +86,7 @@ def _slice_tensor(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     step = arg(node, 4, "step", 1)
     size = in_shape[dim]
     start = min(max(start + size if start < 0 else start, 0), size)
-    return _slice(x, dim, start, step, out_shape(node))
+    return _slice(x, dim, start, step, lctx.shape(node))
 
 
 @register(aten.select.int)
@@ -95,7 +95,7 @@ def _select(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     in_shape = shapes.shape_of(x)
     dim = node.args[1] % len(in_shape)
     index = node.args[2] % in_shape[dim]
-    sliced_shape = tuple(1 if i == dim else d for i, d in enumerate(in_shape))
+    sliced_shape = [1 if i == dim else d for i, d in enumerate(lctx.sizes.mixed(node_meta(node.args[0]).shape))]
     return b.reshape(_slice(x, dim, index, 1, sliced_shape), lctx.shape(node))
 
 
@@ -328,7 +328,7 @@ def _split(lctx: LoweringContext, node: fx.Node) -> list[ir.Value]:
     dim = arg(node, 2, "dim", 0) % max(rank, 1)
     pieces, start = [], 0
     for meta in node_meta(node):
-        pieces.append(_slice(x, dim, start, 1, tuple(meta.shape)))
+        pieces.append(_slice(x, dim, start, 1, lctx.sizes.mixed(meta.shape)))
         start += meta.shape[dim]
     return pieces
 

@@ -46,3 +46,26 @@ func.func @linalg_level(%s0: index, %s1: index, %x: tensor<?x?x16xf32>, %w: tens
   %r = tensor.expand_shape %m [[0, 1], [2]] output_shape [%s0, %s1, 8] : tensor<?x8xf32> into tensor<?x?x8xf32>
   return %r : tensor<?x?x8xf32>
 }
+
+// -----
+
+// A function called at two sizes: one of the calls gets a copy of it, each at its size.
+// CHECK-LABEL: func.func private @copy_rows(
+// CHECK-SAME: tensor<5x16xf32>) -> tensor<5x16xf32>
+// CHECK-LABEL: func.func @two_callers
+// CHECK: call @copy_rows_1({{.*}}) : (tensor<4x16xf32>) -> tensor<4x16xf32>
+// CHECK: call @copy_rows({{.*}}) : (tensor<5x16xf32>) -> tensor<5x16xf32>
+// CHECK-LABEL: func.func private @copy_rows_1(
+// CHECK-SAME: tensor<4x16xf32>) -> tensor<4x16xf32>
+func.func private @copy_rows(%a: tensor<?x16xf32>) -> tensor<?x16xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %a, %c0 : tensor<?x16xf32>
+  %e = tensor.empty(%rows) : tensor<?x16xf32>
+  %r = linalg.copy ins(%a : tensor<?x16xf32>) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}
+func.func @two_callers(%x: tensor<?x16xf32>, %y: tensor<?x16xf32>, %s: index, %t: index) -> (tensor<?x16xf32>, tensor<?x16xf32>) attributes {mlirc.entry} {
+  %0 = call @copy_rows(%x) : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  %1 = call @copy_rows(%y) : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  return %0, %1 : tensor<?x16xf32>, tensor<?x16xf32>
+}

@@ -53,3 +53,15 @@ func.func @matmul_and_count(%a: tensor<?x16xf32>, %w: tensor<16x8xf32>, %n: inde
   %1 = "mlirc.from_size"(%n) : (index) -> tensor<f32>
   return %0, %1 : tensor<?x8xf32>, tensor<f32>
 }
+
+// -----
+
+// [s0, s1] -> [s1, s0] has the same types as an identity: symbolic dims are not paired
+// by position, the reshape goes through one dim.
+// CHECK-LABEL: func.func @reshape_swap
+// CHECK: tensor.collapse_shape %arg0 {{\[\[}}0, 1]] : tensor<?x?xf32> into tensor<?xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [%arg2, %arg1]
+func.func @reshape_swap(%a: tensor<?x?xf32>, %s: index, %t: index) -> tensor<?x?xf32> {
+  %0 = "mlirc.reshape"(%a, %t, %s) : (tensor<?x?xf32>, index, index) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
