@@ -215,6 +215,7 @@ class _SymbolicGraph:
         st.compiled_regions += 1
         st.compiled_nodes += self.nodes
         st.kernels += compiled.kernel_count
+        st.symbolic_binds += 1
         call = compiled.call
         return call if not self.single else (lambda *a: call(*a)[0])
 

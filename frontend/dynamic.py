@@ -410,7 +410,10 @@ class SizeSpecialized:
         if self.symbolic is None:
             self.symbolic = self._import_symbolic() or False
         tensors = [i for i, x in enumerate(self.example_inputs) if isinstance(x, torch.Tensor)]
-        if not self.symbolic or any(layouts.plan(args[i].shape, args[i].stride()) for i in tensors):
+        # the import took arguments of symbolic layout as row-major (the others' layouts
+        # are static, Dynamo's guards keep them)
+        symbolic_layout = [i for i in tensors if is_symbolic([self.example_inputs[i]])]
+        if not self.symbolic or any(layouts.plan(args[i].shape, args[i].stride()) for i in symbolic_layout):
             return None
         symbolic: SymbolicCompiler = self.symbolic  # type: ignore[assignment]
         try:

@@ -29,6 +29,7 @@ class CompileStats:
     # per size from their FX graph); each size's compile counts in `graphs`
     symbolic_graphs: int = 0
     symbolic_imports: int = 0
+    symbolic_binds: int = 0  # sizes compiled from a symbolic import (the rest: from the FX graph)
 
     @property
     def fully_compiled(self) -> bool:
@@ -41,7 +42,11 @@ class CompileStats:
             f"graphs={self.graphs} regions={self.compiled_regions} failed_regions={self.failed_regions}"
             f" compiled_nodes={self.compiled_nodes} fallback_nodes={self.fallback_nodes} kernels={self.kernels}"
             + (f" library_nodes={self.library_nodes}" if self.library_nodes else "")
-            + (f" symbolic_imports={self.symbolic_imports}/{self.symbolic_graphs}" if self.symbolic_graphs else "")
+            + (
+                f" symbolic_imports={self.symbolic_imports}/{self.symbolic_graphs} binds={self.symbolic_binds}"
+                if self.symbolic_graphs
+                else ""
+            )
         ]
         lines += [f"  fallback {op}: {n}" for op, n in self.fallback_ops.most_common()]
         return "\n".join(lines)

@@ -60,7 +60,7 @@ def test_imported_once_and_bound_at_every_size(name):
     stats = mlirc.stats()
     # every graph Dynamo made (it may guard a range of sizes, a convolution's) imported once
     assert stats.symbolic_imports == counters["stats"]["unique_graphs"], stats.summary()
-    assert stats.graphs == len(set(sizes)), stats.summary()
+    assert stats.graphs == stats.symbolic_binds == len(set(sizes)), stats.summary()
     assert stats.fallback_nodes == 0 and stats.failed_regions == 0, stats.summary()
 
 
@@ -200,3 +200,17 @@ def test_variance_over_a_count_that_may_be_small():
     for n in (8, 12, 2):
         x = torch.randn(n)
         torch.testing.assert_close(compiled(x), fn(x), equal_nan=True)
+
+
+def test_a_static_transposed_argument_beside_a_symbolic_one():
+    """Only arguments of symbolic layout must be row-major: a transposed weight of
+    static size is imported in its own layout, beside a batch of symbolic size."""
+    fn = lambda x, w: torch.relu(x @ w)  # noqa: E731
+    compiled = torch.compile(fn, backend="mlirc")
+    w = torch.randn(5, 8).t()
+    for n in (3, 7, 12):
+        x = torch.randn(n, 8)
+        torch._dynamo.mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x, w), fn(x, w))
+    stats = mlirc.stats()
+    assert stats.symbolic_imports == 1 and stats.symbolic_binds == 3, stats.summary()
