@@ -124,8 +124,8 @@ def _retype_mlirc_ops(fn: func.FuncOp) -> None:
         if not result.has_static_shape:
             with ir.InsertionPoint(op), op.location:
                 found = [d if isinstance(d, int) else _constant(d) for d in dims.result_dims(op, tensors)]
-            if None in found:
-                raise PipelineError(NAME, f"{op.name}: a result size is not known at these sizes")
+            if None in found or any(d < 0 for d in found):  # type: ignore[operator]
+                raise PipelineError(NAME, f"{op.name}: result sizes {found} at these sizes")
             op.results[0].set_type(ir.RankedTensorType.get(found, result.element_type))
         if len(tensors) < len(op.operands):
             _drop_sizes(op, tensors)
