@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 VPY = $(VENV)/bin/python
 
-.PHONY: install test lint format lit pytest demo bench opinfo opinfo-inductor fuzz clean
+.PHONY: install test lint format lit pytest demo bench zoo zoo-check opinfo opinfo-inductor fuzz clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,16 @@ demo: install
 bench: install
 	$(VPY) -m pip install -q -e '.[test,bench]'
 	$(VPY) benchmarks/run.py --results benchmarks/results
+
+# Real architectures (benchmarks/zoo.py); the timed run is long on 2 cores (run it in
+# parts by naming cases: `.venv/bin/python benchmarks/run.py --suite zoo resnet18@1 ...`).
+zoo-check: install
+	$(VPY) -m pip install -q -e '.[test,bench]'
+	$(VPY) benchmarks/zoo.py --check
+
+zoo: install
+	$(VPY) -m pip install -q -e '.[test,bench]'
+	$(VPY) benchmarks/run.py --suite zoo --repeat 10 --results benchmarks/results
 
 # The OpInfo sweep's summary (CI runs the same sample through tests/test_opinfo.py).
 opinfo: install

@@ -4,6 +4,12 @@
     python benchmarks/run.py mlp softmax_512x1024 --repeat 50 --markdown out.md
     python benchmarks/run.py --results benchmarks/results   # + <host>.md and <host>.png
     python benchmarks/run.py --dynamic          # every backend with torch.compile(dynamic=True)
+    python benchmarks/run.py --suite zoo --repeat 10 --results benchmarks/results   # real models
+    python benchmarks/run.py --suite zoo --dtype bfloat16 bert_base@1 resnet18@1
+
+Suites: `bench` (benchmarks/models.py: models and microbenchmarks written here, which
+mlirc was tuned on) and `zoo` (benchmarks/zoo.py: transformers/timm architectures it
+was not); each writes its own results files.
 
 Peers at their documented settings: Inductor both default and with `freezing`
 (Inductor's advice for CPU inference: weights become constants, batch norm folds
@@ -36,7 +42,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from models import MODELS  # noqa: E402
+import models  # noqa: E402
+
+# The case table in use: a module with CASES, MODELS and make_case (--suite).
+SUITES = {"bench": "models", "zoo": "zoo"}
+SUITE = models
+DTYPE = "float32"  # --dtype: the models' parameters and floating-point inputs
 
 HERE = Path(__file__).resolve().parent
 BACKENDS = ("eager", "inductor", "inductor-freezing", "iree", "mlirc")
@@ -125,17 +136,31 @@ def _peers(rows: list[dict]) -> tuple[str, ...]:
     return (*BACKENDS[1:], *(("mlirc-static",) if static else ()))
 
 
+def _make_case(name: str) -> tuple[Callable, tuple]:
+    import torch
+
+    fn, args = SUITE.make_case(name)
+    dtype = getattr(torch, DTYPE)
+    if dtype != torch.float32:
+        fn = fn.to(dtype) if isinstance(fn, torch.nn.Module) else fn
+        args = tuple(a.to(dtype) if a.is_floating_point() else a for a in args)
+    return fn, args
+
+
 def measure_case(name: str, repeat: int, backends: tuple[str, ...]) -> dict:
     """Run one case eagerly and on `backends` in this process; return its row."""
     import torch
-    from models import make_case
 
     import mlirc
 
     torch.manual_seed(0)
     torch.backends.mha.set_fastpath_enabled(False)
-    fn, args = make_case(name)
     row: dict = {"case": name, "backends": {}}
+    missing = getattr(SUITE, "unavailable", lambda _: None)(name)
+    if missing:
+        row["backends"] = {b: {"error": f"not installed: {missing}"} for b in ("eager", *backends)}
+        return row
+    fn, args = _make_case(name)
     torch._dynamo.reset()
     with torch.no_grad():
         expected = fn(*args)
@@ -183,13 +208,16 @@ def _run_isolated(name: str, repeat: int, dynamic: bool = False) -> dict:
         with tempfile.TemporaryDirectory(prefix="mlirc-bench-") as cache:
             env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "TRITON_CACHE_DIR": cache}
             cmd = [sys.executable, str(Path(__file__).resolve()), name, "--repeat", str(repeat)]
-            cmd += ["--dynamic"] if dynamic else []
+            cmd += ["--suite", _suite_name(), "--dtype", DTYPE, *(["--dynamic"] if dynamic else [])]
             proc = subprocess.run([*cmd, "--json-only", ",".join(group)], env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             reason = (proc.stderr.strip().splitlines() or ["crashed"])[-1]
             row["backends"].update({b: {"error": f"process failed: {reason}"[:200]} for b in group})
             continue
         measured = json.loads(proc.stdout.strip().splitlines()[-1])["backends"]
+        if "error" in measured.get("eager", {}):  # not installed here: every column says so
+            row["backends"] = measured
+            break
         row["backends"].setdefault("eager", measured["eager"])  # the first group's eager is the table's
         row["backends"].update({b: measured[b] for b in group})
     return row
@@ -249,7 +277,7 @@ def table(rows: list[dict]) -> str:
             _cell(row, "mlirc", "fallback_nodes", "d"),
         ]
         lines.append(f"| {row['case']} | " + " | ".join(cells) + " |")
-    models = [r for r in rows if r["case"] in MODELS]
+    models = [r for r in rows if r["case"] in SUITE.MODELS]
     for label, subset in (("models", models), ("all cases", rows)):
         means = geometric_means(subset)
         if means:
@@ -287,28 +315,38 @@ def plot(rows: list[dict], title: str, path: Path) -> bool:
 
 def _merged(previous: Path, rows: list[dict]) -> list[dict]:
     """Earlier rows of this machine's results, in suite order, updated by `rows`."""
-    from models import CASES
-
     by_case = {}
     if previous.exists():
         by_case = {r["case"]: r for r in json.loads(previous.read_text())["rows"]}
     by_case.update({r["case"]: r for r in rows})
-    return [by_case[c] for c in CASES if c in by_case]
+    return [by_case[c] for c in SUITE.CASES if c in by_case]
 
 
 def host_tag(machine_text: str, header: str = "") -> str:
-    """A file name for a machine's results: its core count and CPU model (and
-    -dynamic for a --dynamic run, kept apart from the static results)."""
+    """A file name for a machine's results: its core count and CPU model (zoo- for
+    the zoo, -dynamic for a --dynamic run and -bfloat16 for a --dtype bfloat16 one,
+    kept apart from the float32 static results)."""
     cpu, cores = (part.strip().lower() for part in machine_text.split(";")[:2])
+    suite = "zoo-" if "suite zoo" in header else ""
+    dtype = next((f"-{d}" for d in ("bfloat16", "float16") if f"dtype {d}" in header), "")
     dynamic = "-dynamic" if "dynamic=True" in header else ""
-    return f"{cores.split()[0]}-core-" + re.sub("[^a-z0-9]+", "-", cpu).strip("-")[:48] + dynamic
+    return f"{suite}{cores.split()[0]}-core-" + re.sub("[^a-z0-9]+", "-", cpu).strip("-")[:48] + dynamic + dtype
+
+
+def _suite_name() -> str:
+    return next(name for name, module in SUITES.items() if module == SUITE.__name__)
+
+
+def _select_suite(name: str, dtype: str) -> None:
+    global SUITE, DTYPE
+    SUITE, DTYPE = __import__(SUITES[name]), dtype
 
 
 def main() -> None:
-    from models import CASES
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("cases", nargs="*", help=f"cases to run (default: all of {', '.join(CASES)})")
+    parser.add_argument("cases", nargs="*", help="cases to run (default: all of the suite's)")
+    parser.add_argument("--suite", choices=tuple(SUITES), default="bench", help="which case table")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
     parser.add_argument(
         "--repeat", type=int, default=30, help="timed rounds; each times every backend once (median reported)"
     )
@@ -323,15 +361,18 @@ def main() -> None:
     parser.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (symbolic sizes)")
     parser.add_argument("--json-only", metavar="BACKENDS", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    settings = SETTINGS
+    _select_suite(args.suite, args.dtype)
+    cases = SUITE.CASES
+    settings = SETTINGS + (f"; suite {args.suite}" if args.suite != "bench" else "")
+    settings += f"; dtype {args.dtype}" if args.dtype != "float32" else ""
     if args.dynamic:
         for backend, compile_args in COMPILE_ARGS.items():
             compile_args["dynamic"] = backend != "mlirc-static"
         settings += "; every backend with dynamic=True but mlirc-static (mlirc without it, in the same rounds)"
-    names = args.cases or list(CASES)
-    unknown = [n for n in names if n not in CASES]
+    names = args.cases or list(cases)
+    unknown = [n for n in names if n not in cases]
     if unknown:
-        parser.error(f"unknown case(s) {unknown}; known: {', '.join(CASES)}")
+        parser.error(f"unknown case(s) {unknown}; known: {', '.join(cases)}")
     if args.json_only:
         print(json.dumps(measure_case(names[0], args.repeat, tuple(args.json_only.split(",")))))
         return

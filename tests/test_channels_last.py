@@ -71,6 +71,42 @@ def test_grouped_and_1d_convolutions(groups):
         compile_and_compare(lambda t: conv1d(torch.relu(conv2d(t)).mean(2)), torch.randn(2, 7, 10, 13))
 
 
+@pytest.mark.parametrize(
+    "stride, padding, dilation, spatial",
+    [([2], [1], [1], 2), ([1, 2], [0], [2], 2), ([2], [1], [1], 1)],
+)
+def test_one_entry_convolution_parameters(stride, padding, dilation, spatial):
+    """aten.convolution repeats a one-entry stride/padding/dilation over every spatial
+    dim (EfficientNet's convolutions pass padding=[0])."""
+    x, w = torch.randn(2, 8, *[13, 11][:spatial]), torch.randn(4, 8, *[3, 3][:spatial])
+    with torch.no_grad():
+        compile_and_compare(
+            lambda x, w: torch.ops.aten.convolution(x, w, None, stride, padding, dilation, False, [0] * spatial, 1),
+            x,
+            w,
+        )
+
+
+@pytest.mark.parametrize(
+    "pool",
+    [
+        lambda x: torch.nn.functional.avg_pool2d(x, 1280, ceil_mode=True),  # EfficientNet's head
+        lambda x: torch.nn.functional.avg_pool2d(x, (9, 4), stride=(3, 2), padding=(2, 1), ceil_mode=True),
+        lambda x: torch.nn.functional.avg_pool2d(
+            x, (9, 8), stride=(4, 5), padding=(1, 0), ceil_mode=True, count_include_pad=False
+        ),
+        lambda x: torch.nn.functional.max_pool2d(x, 1280, ceil_mode=True),
+        lambda x: torch.nn.functional.max_pool2d(-x.abs(), 11, stride=4, padding=2, ceil_mode=True),
+    ],
+)
+def test_windows_larger_than_the_input(pool):
+    """ceil_mode lets a window reach far past the input; only the taps on the padded
+    input count (a 1280x1280 window padded out whole was 8 GB per image)."""
+    conv = nn.Conv2d(3, 7, 1)
+    with torch.no_grad():
+        compile_and_compare(lambda t: pool(conv(t)), torch.randn(3, 3, 5, 6))
+
+
 def test_empty_batch():
     conv = nn.Conv2d(3, 4, 3)
     with torch.no_grad():

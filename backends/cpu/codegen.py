@@ -138,6 +138,40 @@ def _bind_external_symbols(names: list[str]) -> None:
         llvm.add_symbol(name, address)
 
 
+# Functions the x86 code generator calls where LLVM IR has none: without AVX512-BF16 it
+# keeps a bfloat value that crosses a select or phi in a float register and rounds it
+# back with compiler-rt's __truncsfbf2, which neither this process nor libgcc (before
+# GCC 13) has -- the call went to address 0 (a bfloat16 max pooling window).  Round to
+# nearest even, NaN to the quiet NaN 0x7FC0, as c10::BFloat16 and arith-expand do.
+RUNTIME_HELPERS = """
+define bfloat @__truncsfbf2(float %x) {
+  %bits = bitcast float %x to i32
+  %low = lshr i32 %bits, 16
+  %odd = and i32 %low, 1
+  %bias = add i32 %odd, 32767
+  %rounded = add i32 %bits, %bias
+  %high = lshr i32 %rounded, 16
+  %narrow = trunc i32 %high to i16
+  %nan = fcmp uno float %x, 0.0
+  %result = select i1 %nan, i16 32704, i16 %narrow
+  %bf = bitcast i16 %result to bfloat
+  ret bfloat %bf
+}
+"""
+
+
+@functools.cache
+def _runtime_helpers() -> llvm.ExecutionEngine:
+    """RUNTIME_HELPERS compiled once per process, their addresses given to the JIT's
+    symbol table (kernels compiled in worker processes resolve them on loading)."""
+    module = llvm.parse_assembly(RUNTIME_HELPERS)
+    engine = llvm.create_mcjit_compiler(module, target_machine())
+    engine.finalize_object()
+    for function in module.functions:
+        llvm.add_symbol(function.name, engine.get_function_address(function.name))
+    return engine  # kept alive: the helpers' code lives in it
+
+
 def optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
     """LLVM's middle end (config.llvm_opt: 0 = none, else -O<n>) over the kernels.
 
@@ -159,6 +193,7 @@ def compile_kernels(kernels: ir.Module, signatures: list[KernelSignature]) -> Co
     if objects is None:
         return jit(str(llvm_dialect.translate_module_to_llvmir(kernels.operation)), signatures)
     _bind_external_symbols(external_functions(kernels))
+    _runtime_helpers()
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(jit=True))
     for obj in objects:
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
@@ -174,6 +209,7 @@ def jit(llvm_ir: str, signatures: list[KernelSignature]) -> CompiledKernels:
     except RuntimeError as err:
         raise PipelineError("llvmlite", f"LLVM IR does not parse: {err}") from err
     _bind_external_symbols([fn.name for fn in parsed.functions if fn.is_declaration])
+    _runtime_helpers()
     machine = target_machine()
     optimize(parsed, machine)
     engine = llvm.create_mcjit_compiler(parsed, machine)

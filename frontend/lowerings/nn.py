@@ -346,8 +346,13 @@ def _conv_check(node: fx.Node) -> str | None:
 def _convolution(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     dtype = out_dtype(node)
     x, weight = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
-    stride, padding, dilation = (list(node.args[i]) for i in (3, 4, 5))
-    if len(shapes.shape_of(x)) == 3:  # 1-D: a 2-D convolution over a height of 1
+    # ATen repeats a one-entry stride/padding/dilation over every spatial dim
+    # (EfficientNet's convolutions pass padding=[0])
+    spatial = len(shapes.shape_of(x)) - 2
+    stride, padding, dilation = (
+        list(node.args[i]) * spatial if len(node.args[i]) == 1 else list(node.args[i]) for i in (3, 4, 5)
+    )
+    if spatial == 1:  # 1-D: a 2-D convolution over a height of 1
         x, weight = (b.reshape(v, [*shapes.shape_of(v)[:2], 1, shapes.shape_of(v)[2]]) for v in (x, weight))
         stride, padding, dilation = [1, *stride], [0, *padding], [1, *dilation]
         shape = out_shape(node)
@@ -385,6 +390,7 @@ def _max_pool2d(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, None]:
     dilation = list(arg(node, 4, "dilation", [1, 1]))
     expand = lambda v: v * 2 if len(v) == 1 else v
     kernel, stride, padding, dilation = expand(kernel), expand(stride), expand(padding), expand(dilation)
+    kernel = _reachable_kernel(kernel, shapes.shape_of(x)[-2:], padding, dilation)
     result_type = shapes.tensor_type(out_shape(node), shapes.elem_of(x))
     if arg(node, 5, "ceil_mode", False):
         x, padding = _pad_for_ceil_mode(lctx, node, x, kernel, stride, padding, dilation), [0, 0]
@@ -416,6 +422,15 @@ def _pad_for_ceil_mode(
     )  # fmt: skip
 
 
+def _reachable_kernel(kernel: list[int], size: list[int], padding: list[int], dilation: list[int]) -> list[int]:
+    """A pooling window cut to the taps that can land on the padded input: the rest
+    fall on ceil_mode's overhang, which neither a max nor an average counts.  Torch
+    allows windows far larger than the input under ceil_mode (EfficientNet's head pools
+    a 5x5 map with a 1280x1280 window); padded out whole, that was a 1280x1280 plane
+    per channel."""
+    return [min(k, -(-(n + 2 * p) // d)) for k, n, p, d in zip(kernel, size, padding, dilation, strict=True)]
+
+
 def _pair(values: list[int] | tuple[int, ...]) -> list[int]:
     """A pooling argument for both spatial dims (torch accepts one for both)."""
     return list(values) * 2 if len(values) == 1 else list(values)
@@ -440,6 +455,7 @@ def _avg_pool2d(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     padding = _pair(arg(node, 3, "padding", [0, 0]))
     include_pad, override = arg(node, 5, "count_include_pad", True), arg(node, 6, "divisor_override", None)
     height, width = shape[-2:]
+    kernel = _reachable_kernel(kernel, [height, width], padding, [1, 1])
     out_hw = list(out_shape(node)[-2:])
     overhang = [
         max(0, (out_hw[i] - 1) * stride[i] + kernel[i] - ([height, width][i] + 2 * padding[i])) for i in range(2)
