@@ -46,6 +46,12 @@ MARGIN = 1.0
 ROUNDS = 7
 WARMUP = 2
 BATCH_MAX = 4
+# Seconds of timing per GEMM shape, roughly: a language model's vocabulary projection
+# at batch 8 (1024x768x50257, 0.35 s a call on 2 cores) took 23 s of GPT-2's compile
+# at 7 rounds.  A call that long needs neither many rounds nor an untimed call first
+# to be measured well; the rounds shrink to fit (at least one).
+BUDGET_S = 1.0
+LONG_CALL_S = 0.01
 _choices: dict[tuple, str] = {}
 
 
@@ -93,12 +99,13 @@ def _like(meta: torch.Tensor) -> torch.Tensor:
     return torch.randn(size, dtype=meta.dtype).as_strided(meta.shape, meta.stride())
 
 
-def _batch_size(fn: Callable[[], object]) -> int:
-    """Calls per timed sample: a single short call's time swings with whatever ran
-    just before it (on 2 cores +-30% for a 300 us GEMM), a millisecond's worth less."""
+def _call_s(fn: Callable[[], object]) -> float:
+    """One call's time.  It sets the calls per timed sample: a single short call's
+    time swings with whatever ran just before it (on 2 cores +-30% for a 300 us
+    GEMM), a millisecond's worth less."""
     start = time.perf_counter()
     fn()
-    return max(1, min(BATCH_MAX, round(1e-3 / max(time.perf_counter() - start, 1e-7))))
+    return time.perf_counter() - start
 
 
 def _measure(a_meta: torch.Tensor, b_meta: torch.Tensor) -> str:
@@ -111,15 +118,22 @@ def _measure(a_meta: torch.Tensor, b_meta: torch.Tensor) -> str:
             BLAS: lambda: torch.mm(a, b, out=out),
             ONEDNN: lambda: onednn_mm(a, b),
         }
-        for _ in range(WARMUP):  # oneDNN creates its primitive; pages are touched
+        for fn in candidates.values():  # oneDNN creates its primitive; pages are touched
+            fn()
+        call_s = _call_s(candidates[BLAS])
+        long_call = call_s > LONG_CALL_S
+        for _ in range(0 if long_call else WARMUP - 1):
             for fn in candidates.values():
                 fn()
-        batch = _batch_size(candidates[BLAS])
+        batch = max(1, min(BATCH_MAX, round(1e-3 / max(call_s, 1e-7))))
+        calls_per_round = 2 * (1 if long_call else 1 + batch)
+        rounds = max(1, min(ROUNDS, int(BUDGET_S / (calls_per_round * call_s))))
         ratios, best = [], dict.fromkeys(candidates, math.inf)
-        for round_ in range(ROUNDS):
+        for round_ in range(rounds):
             times = {}
             for name in candidates if round_ % 2 else reversed(candidates):
-                candidates[name]()  # untimed: back in this library's steady state
+                if not long_call:
+                    candidates[name]()  # untimed: back in this library's steady state
                 start = time.perf_counter()
                 for _ in range(batch):
                     candidates[name]()
