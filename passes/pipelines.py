@@ -24,6 +24,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_skinny_matmul,
     cpu_vector_math,
     cpu_vectorize,
+    cpu_widen_halves,
     fold_slice_reads,
     form_kernels,
     fuse_elementwise,
@@ -42,8 +43,9 @@ LINALG = [
     "mlirc-outline-library-calls", "mlirc-split-reductions", "mlirc-slice-broadcasts", "mlirc-lower-to-linalg",
     "mlirc-fold-slice-reads", "canonicalize", "cse",
 ]  # fmt: skip
-# CPU only, before fusion: the layout permutes and contractions they add fuse into their neighbours.
-CPU_LAYOUT = ["mlirc-cpu-skinny-matmul", "mlirc-cpu-channels-last", "canonicalize", "cse"]
+# CPU only, before fusion: the layout permutes and contractions they add fuse into their
+# neighbours, and half-precision ops compute in f32 while each is still its own generic.
+CPU_LAYOUT = ["mlirc-cpu-skinny-matmul", "mlirc-cpu-channels-last", "mlirc-cpu-widen-halves", "canonicalize", "cse"]
 KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-transpose-views"]
 # Host-side: it regroups the entry's calls, so it runs before the kernels are split off.
 CPU_FUSION = ["mlirc-cpu-fuse-rows", "canonicalize", "cse"]
@@ -127,7 +129,9 @@ STAGES: dict[str, list[str]] = {
 
 register_pipeline("mlirc-stage-linalg", "Stage: mlirc dialect -> linalg on tensors", LINALG)
 register_pipeline(
-    "mlirc-stage-cpu-layout", "Stage: narrow linear layers generated, CNN activations channels-last (CPU)", CPU_LAYOUT
+    "mlirc-stage-cpu-layout",
+    "Stage: narrow linear layers generated, CNN activations channels-last, halves computed in f32 (CPU)",
+    CPU_LAYOUT,
 )
 register_pipeline("mlirc-stage-kernels", "Stage: fusion and kernel formation", KERNELS)
 register_pipeline("mlirc-stage-cpu-fusion", "Stage: CPU row fusion of a kernels module (entry included)", CPU_FUSION)

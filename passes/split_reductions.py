@@ -95,8 +95,13 @@ def _long_float_sum(op: ir.Operation) -> bool:
 def _cascade(op: ir.Operation) -> ir.Value:
     shape, dims = _merged(list(shapes.shape_of(op.operands[0])), sorted(ir.DenseI64ArrayAttr(op.attributes["dims"])))
     x = b.reshape(op.operands[0], shape)
+    elem = shapes.elem_of(x)
+    half = isinstance(elem, (ir.BF16Type, ir.F16Type))
+    if half:  # eager sums halves in float32 and rounds once: the partial sums stay f32
+        x = b.convert(x, ir.F32Type.get())
     for dim in reversed(dims):  # innermost first: its sums are the contiguous ones
         x = _split_dim(x, dim)
+    x = b.convert(x, elem) if half else x
     return b.reshape(x, shapes.shape_of(op.results[0]))
 
 

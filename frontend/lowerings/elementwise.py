@@ -21,7 +21,9 @@ from mlirc.frontend.lowerings.api import (
     all_checks,
     arg,
     fill_values_fit,
+    narrow_to_out,
     node_meta,
+    opmath_dtype,
     out_dtype,
     register,
     result_dtype,
@@ -380,7 +382,8 @@ def float_to_int(lctx: LoweringContext, x: ir.Value, dtype: torch.dtype, device:
 
 @register(aten.gelu.default)
 def _gelu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    dtype = out_dtype(node)
+    """In opmath (float32 for halves), rounded once, as eager's kernel."""
+    dtype = opmath_dtype(node)
     x = lctx.typed(node.args[0], dtype)
 
     def c(v: float) -> ir.Value:
@@ -396,18 +399,20 @@ def _gelu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
             # ~1e-4 and loses a dozen bits (our float32 tanh, an ulp off SLEEF's, moved
             # gelu by 1e-3 relative); 1 / (1 + exp(-2u)) has no cancellation.  float64
             # keeps eager's form: the same tanh (SLEEF's, libdevice's) cancels alike.
-            return b.elementwise("mul", x, b.elementwise("sigmoid", b.elementwise("mul", inner, c(2.0))))
+            return narrow_to_out(
+                b.elementwise("mul", x, b.elementwise("sigmoid", b.elementwise("mul", inner, c(2.0)))), node
+            )
         gate = b.elementwise("add", b.elementwise("tanh", inner), c(1.0))
     else:
         gate = b.elementwise("add", b.elementwise("erf", b.elementwise("mul", x, c(0.7071067811865476))), c(1.0))
     # x * 0.5 first, as ATen does: x * gate overflows for x near the float32 maximum
-    return b.elementwise("mul", b.elementwise("mul", x, c(0.5)), gate)
+    return narrow_to_out(b.elementwise("mul", b.elementwise("mul", x, c(0.5)), gate), node)
 
 
 @register(aten.silu.default)
 def _silu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    x = lctx.typed(node.args[0], out_dtype(node))
-    return b.elementwise("mul", x, b.elementwise("sigmoid", x))
+    x = lctx.typed(node.args[0], opmath_dtype(node))
+    return narrow_to_out(b.elementwise("mul", x, b.elementwise("sigmoid", x)), node)
 
 
 @register(aten.frexp.Tensor, check=lambda n: None if out_dtype(n).is_floating_point else "integer frexp")

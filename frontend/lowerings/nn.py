@@ -210,7 +210,8 @@ def _row_mean(
 
 @register(aten.native_layer_norm.default)
 def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value, ir.Value]:
-    dtype = out_dtype(node)
+    """In opmath (float32 for halves), each result rounded once, as eager's kernel."""
+    dtype = opmath_dtype(node)
     x = lctx.typed(node.args[0], dtype)
     in_shape = shapes.shape_of(x)
     norm_dims = list(range(len(in_shape) - len(node.args[1]), len(in_shape)))
@@ -230,7 +231,8 @@ def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Valu
         out = b.elementwise("mul", out, lctx.typed(weight, dtype))
     if bias is not None:
         out = b.elementwise("add", out, lctx.typed(bias, dtype))
-    return out, mean, rstd
+    results = node_meta(node)
+    return tuple(b.convert(v, shapes.element_type(r.dtype)) for v, r in zip((out, mean, rstd), results, strict=True))
 
 
 @register(aten._native_batch_norm_legit.no_stats, check=_float_input)
