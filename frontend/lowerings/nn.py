@@ -430,7 +430,10 @@ def _reachable_kernel(kernel: list[int], size: list[int], padding: list[int], di
     allows windows far larger than the input under ceil_mode (EfficientNet's head pools
     a 5x5 map with a 1280x1280 window); padded out whole, that was a 1280x1280 plane
     per channel."""
-    return [min(k, -(-(n + 2 * p) // d)) for k, n, p, d in zip(kernel, size, padding, dilation, strict=True)]
+    return [
+        k if n is None else min(k, -(-(n + 2 * p) // d))  # a symbolic size: the window as given
+        for k, n, p, d in zip(kernel, size, padding, dilation, strict=True)
+    ]
 
 
 def _pair(values: list[int] | tuple[int, ...]) -> list[int]:
