@@ -44,3 +44,18 @@ func.func @whole(%a: tensor<64x300xf32>) -> tensor<1x1xf32> attributes {mlirc.en
   %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 0, 1>, keepdim = true} : (tensor<64x300xf32>) -> tensor<1x1xf32>
   return %0 : tensor<1x1xf32>
 }
+
+// -----
+
+// A bfloat16 sum is split in float32: one conversion in, f32 partial sums, one
+// rounding at the end (eager sums halves in float32 and rounds once).
+// CHECK-LABEL: func.func @half
+// CHECK: %[[WIDE:.*]] = "mlirc.convert"(%arg0) : (tensor<2107xbf16>) -> tensor<2107xf32>
+// CHECK: "mlirc.reduce_sum"(%{{.*}}) {dims = array<i64: 1>, keepdim = false} : (tensor<4x512xf32>) -> tensor<4xf32>
+// CHECK: %[[SUM:.*]] = "mlirc.add"(%{{.*}}, %{{.*}}) : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+// CHECK: %[[ROUND:.*]] = "mlirc.convert"(%[[SUM]]) : (tensor<1xf32>) -> tensor<1xbf16>
+// CHECK: "mlirc.reshape"(%[[ROUND]]) : (tensor<1xbf16>) -> tensor<bf16>
+func.func @half(%a: tensor<2107xbf16>) -> tensor<bf16> attributes {mlirc.entry} {
+  %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 0>, keepdim = false} : (tensor<2107xbf16>) -> tensor<bf16>
+  return %0 : tensor<bf16>
+}
