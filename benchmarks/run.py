@@ -46,7 +46,7 @@ import models  # noqa: E402
 
 # The case table in use: a module with CASES, MODELS and make_case (--suite).
 SUITES = {"bench": "models", "zoo": "zoo"}
-SUITE = models
+SUITE, SUITE_NAME = models, "bench"
 DTYPE = "float32"  # --dtype: the models' parameters and floating-point inputs
 
 HERE = Path(__file__).resolve().parent
@@ -208,7 +208,7 @@ def _run_isolated(name: str, repeat: int, dynamic: bool = False) -> dict:
         with tempfile.TemporaryDirectory(prefix="mlirc-bench-") as cache:
             env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "TRITON_CACHE_DIR": cache}
             cmd = [sys.executable, str(Path(__file__).resolve()), name, "--repeat", str(repeat)]
-            cmd += ["--suite", _suite_name(), "--dtype", DTYPE, *(["--dynamic"] if dynamic else [])]
+            cmd += ["--suite", SUITE_NAME, "--dtype", DTYPE, *(["--dynamic"] if dynamic else [])]
             proc = subprocess.run([*cmd, "--json-only", ",".join(group)], env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             reason = (proc.stderr.strip().splitlines() or ["crashed"])[-1]
@@ -333,13 +333,9 @@ def host_tag(machine_text: str, header: str = "") -> str:
     return f"{suite}{cores.split()[0]}-core-" + re.sub("[^a-z0-9]+", "-", cpu).strip("-")[:48] + dynamic + dtype
 
 
-def _suite_name() -> str:
-    return next(name for name, module in SUITES.items() if module == SUITE.__name__)
-
-
 def _select_suite(name: str, dtype: str) -> None:
-    global SUITE, DTYPE
-    SUITE, DTYPE = __import__(SUITES[name]), dtype
+    global SUITE, SUITE_NAME, DTYPE
+    SUITE, SUITE_NAME, DTYPE = __import__(SUITES[name]), name, dtype
 
 
 def main() -> None:
