@@ -37,7 +37,15 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import layouts, shapes
-from mlirc.dialects.attributes import ARG_LAYOUTS_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR, PERM_ATTR, RESULT_LAYOUTS_ATTR
+from mlirc.dialects.attributes import (
+    ARG_LAYOUTS_ATTR,
+    LIBRARY_ARGS_ATTR,
+    LIBRARY_ATTR,
+    PERM_ATTR,
+    PREPARE_ATTR,
+    PREPARED_ATTR,
+    RESULT_LAYOUTS_ATTR,
+)
 from mlirc.dialects.runtime_checks import RuntimeCheck, decode
 from mlirc.errors import PipelineError
 
@@ -61,12 +69,19 @@ LIBRARY_CALLS = {
         "{out} = torch.conv2d({0}.permute(0, 3, 1, 2), {1}.permute(0, 3, 1, 2), None,"
         " {stride}, {padding}, {dilation}, {groups}).permute(0, 2, 3, 1).contiguous()"
     ),
+    # The same on oneDNN with the weight reordered once per call site (backends/cpu/packed_conv.py).
+    # `root`: the argument whose storage holds the weight (its version counter is the weight's).
+    "conv2d_nhwc_packed": "{out} = conv_sites[{site}]({0}, {1}, {root})",
 }
-ALLOCATES_OWN_RESULT = frozenset({"conv2d", "conv2d_exact", "conv2d_nhwc", "mm_onednn"})
+ALLOCATES_OWN_RESULT = frozenset({"conv2d", "conv2d_exact", "conv2d_nhwc", "conv2d_nhwc_packed", "mm_onednn"})
 EXACT_ATTR = "exact"  # on a conv2d: sums that must not round to TF32 (see "conv2d_exact")
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).
 _STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
+
+
+def storage_dtype(t: ir.Type) -> torch.dtype:
+    return _STORAGE_TO_TORCH[str(ir.ShapedType(t).element_type)]
 
 
 def _dtype(t: ir.Type, logical: torch.dtype | None) -> torch.dtype:
@@ -213,6 +228,59 @@ def exact_conv2d(x: torch.Tensor, w: torch.Tensor, *args: object) -> torch.Tenso
         torch.backends.cudnn.allow_tf32 = saved
 
 
+class PreparedCache:
+    """The values of an entry's prepare function (passes/hoist_frozen.py), and the
+    version counters and storages of the frozen arguments they were computed from."""
+
+    def __init__(self, prepare: Callable) -> None:
+        self.prepare = prepare
+        self.state: tuple = (None, (), ())
+
+    def refresh(self, key: tuple | None, frozen: tuple) -> tuple:
+        values = self.prepare(*frozen)
+        if key is not None:
+            # The storages are kept alive so that no other tensor can take their
+            # addresses: an equal data_ptr then means the same storage.
+            self.state = (key, values, tuple(t.untyped_storage() for t in frozen))
+        return values
+
+
+def frozen_guard_source(entry: func.FuncOp) -> str:
+    """`call`: computes the prepared values when a frozen argument changed (or has no
+    version counter: an inference tensor), then runs `call_prepared` with them."""
+    positions = list(ir.DenseI64ArrayAttr(entry.attributes[PREPARED_ATTR]))
+    count = len(ir.FunctionType(entry.attributes["function_type"].value).inputs)
+    prepared = len(ir.FunctionType(_prepare_of(entry).attributes["function_type"].value).results)
+    args = [f"a{i}" for i in range(count - prepared)]
+    frozen = "".join(f"a{i}, " for i in positions)
+    key = "".join(f"a{i}._version, a{i}.data_ptr(), " for i in positions)
+    return "\n".join(
+        [
+            f"def call({', '.join(args)}):",
+            "    try:",
+            f"        key = ({key})",
+            "    except RuntimeError:",
+            "        key = None",
+            "    state = prepared.state",
+            f"    values = state[1] if key is not None and state[0] == key else prepared.refresh(key, ({frozen}))",
+            f"    return call_prepared({''.join(a + ', ' for a in args)}*values)",
+        ]
+    )
+
+
+def _prepare_of(entry: func.FuncOp) -> func.FuncOp:
+    name = f"{entry.sym_name.value}_prepare"
+    module = entry.operation.parent
+    for op in module.regions[0].blocks[0].operations:
+        if isinstance(op, func.FuncOp) and op.sym_name.value == name and PREPARE_ATTR in op.attributes:
+            return op
+    raise PipelineError("mlirc-host-wrapper", f"entry {entry.sym_name.value} has no prepare function {name}")
+
+
+def prepare_function(entry: func.FuncOp) -> func.FuncOp | None:
+    return _prepare_of(entry) if PREPARED_ATTR in entry.attributes else None
+
+
 class _Free:
     """A `del` line decided later: dropped if the buffer is reused after all."""
 
@@ -307,9 +375,9 @@ class WrapperBuilder:
         self.names[value] = n
         return n
 
-    def build(self) -> str:
+    def build(self, function_name: str = "call") -> str:
         args = [self.fresh(a, "arg") for a in self.entry.entry_block.arguments]
-        self.lines.append(f"def call({', '.join(args)}):")
+        self.lines.append(f"def {function_name}({', '.join(args)}):")
         arg_layouts = layouts.decode(self.entry.attributes, ARG_LAYOUTS_ATTR, len(args))
         for a, value, layout in zip(args, self.entry.entry_block.arguments, arg_layouts, strict=True):
             if layout is not None:  # the dense buffer the tensor's strides describe (no copy)
@@ -515,6 +583,7 @@ class WrapperBuilder:
             library = "conv2d_exact"
         operands = [self.name(v) for v in op.operands]
         library = self.library_variant(library, operands)
+        fields.update(self.call_site(library, fields, operands))
         if library in ALLOCATES_OWN_RESULT:
             result = op.results[0]
             out = self.fresh(result)
@@ -530,6 +599,10 @@ class WrapperBuilder:
         """The library call to emit for `library` on these operands (one per kind here;
         a target's builder may choose by shape)."""
         return library
+
+    def call_site(self, library: str, fields: dict, operands: list[str]) -> dict:
+        """Fields naming per-call-site state a library call keeps (none here)."""
+        return {}
 
     def emit_slice(self, op: ir.Operation) -> None:
         offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))

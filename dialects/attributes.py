@@ -13,6 +13,9 @@ CHECKS_ATTR = "mlirc.checks"  # on the entry: the run-time checks' messages, one
 ARG_LAYOUTS_ATTR = "mlirc.arg_layouts"  # on the entry: how each argument lies in memory
 RESULT_LAYOUTS_ATTR = "mlirc.result_layouts"  # ... and each result
 RESULT_EAGER_ATTR = "mlirc.results_as_eager"  # eager's sizes and strides of every result
+FROZEN_ATTR = "mlirc.frozen"  # on the entry: arguments that are parameters, buffers, constants
+PREPARED_ATTR = "mlirc.prepared"  # on the entry: the arguments its prepare function takes
+PREPARE_ATTR = "mlirc.prepare"  # the host function computing the entry's frozen work (mlirc-hoist-frozen)
 
 # --- modules
 TARGET_ATTR = "mlirc.target"  # "cpu" or "cuda"

@@ -22,6 +22,7 @@ from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.frontend import dynamic, partitioner
 from mlirc.frontend.compile import SymbolicRegion, compile_region
 from mlirc.frontend.decompositions import decomposition_table
+from mlirc.frontend.importer import FROZEN_META
 from mlirc.frontend.library_kernels import is_library_kernel
 from mlirc.frontend.lowerings.api import computes_a_size
 from mlirc.frontend.stats import stats
@@ -125,13 +126,20 @@ AUTOTUNE_MODES = frozenset({"max-autotune", "max-autotune-no-cudagraphs"})
 
 
 def compile_fx_graph(
-    gm: fx.GraphModule, example_inputs: Sequence[Any], mode: str = "default", user_outputs: list | None = None
+    gm: fx.GraphModule,
+    example_inputs: Sequence[Any],
+    mode: str = "default",
+    user_outputs: list | None = None,
+    inference: bool = False,
 ) -> Callable:
     """An AOTAutograd fw/bw compiler: a callable with the graph's semantics, taking
     its arguments boxed (one list), which is the convention AOTAutograd expects.
     `user_outputs`: the Dynamo graph's outputs (fake tensors), whose strides the
-    forward graph's results keep (see _keep_user_strides)."""
+    forward graph's results keep (see _keep_user_strides).  `inference`: autograd
+    was off when Dynamo handed the graph over (AOTAutograd compiles with it off)."""
     autotune = mode in AUTOTUNE_MODES
+    if inference:
+        _mark_frozen(gm)
     if dynamic.is_symbolic(example_inputs):
         fn = _compile_symbolic(gm, example_inputs, autotune, user_outputs)
     else:
@@ -143,6 +151,23 @@ def compile_fx_graph(
         fn = CudaGraphed(fn)
     fn = _cpu_scalars_to(device, fn, example_inputs)  # outside the graph: a copy from the host
     return make_boxed_func(fn)
+
+
+def _mark_frozen(gm: fx.GraphModule) -> None:
+    """In inference (autograd off when Dynamo hands the graph over, as Inductor's
+    freezing asks), the placeholders that are parameters and buffers -- Dynamo's
+    static inputs, less any the graph mutates -- are marked frozen: work on them
+    alone runs once and is cached until one changes (passes/hoist_frozen.py)."""
+    context = torch._guards.TracingContext.try_get()
+    metadata = getattr(context, "fw_metadata", None)
+    if not config.freeze or metadata is None:
+        return
+    mutated = {i for i, info in enumerate(metadata.input_info) if info.mutates_data or info.mutates_metadata}
+    static = set(metadata.static_input_indices) - mutated
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, node in enumerate(placeholders):
+        if i in static and isinstance(node.meta.get("val"), torch.Tensor):
+            node.meta[FROZEN_META] = True
 
 
 def _compile_static(
@@ -289,7 +314,9 @@ def mlirc_backend(
     user_outputs = [n.meta.get("example_value") if isinstance(n, fx.Node) else None for n in results]
     try:
         return aot_autograd(
-            fw_compiler=functools.partial(compile_fx_graph, mode=mode, user_outputs=user_outputs),
+            fw_compiler=functools.partial(
+                compile_fx_graph, mode=mode, user_outputs=user_outputs, inference=not torch.is_grad_enabled()
+            ),
             bw_compiler=functools.partial(compile_fx_graph, mode=mode),
             decompositions=decomposition_table(),
         )(gm, example_inputs)

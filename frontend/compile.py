@@ -23,10 +23,11 @@ from mlirc.backends.cpu import codegen, jit_pool
 from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
 from mlirc.dialects import layouts, make_context, shapes
-from mlirc.dialects.attributes import RESULT_EAGER_ATTR, RESULT_LAYOUTS_ATTR
+from mlirc.dialects.attributes import PREPARE_ATTR, RESULT_EAGER_ATTR, RESULT_LAYOUTS_ATTR
 from mlirc.errors import MlircError, PipelineError
 from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
+from mlirc.frontend.stats import stats
 from mlirc.passes import bind_sizes
 from mlirc.passes.cpu_parallelize import CpuParallelizeOptions
 from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
@@ -234,6 +235,8 @@ def _build_cpu(
         lambda: build_wrapper(module, compiled, result_dtypes, device),
         lambda: f"the wrapper is built from {_saved(str(module), name, 'cpu-fusion')}",
     )
+    if any(PREPARE_ATTR in op.attributes for op in module.body.operations):
+        stats().prepared_regions += 1
     return call, source, len(compiled.functions)
 
 

@@ -28,6 +28,7 @@ from mlirc.dialects.attributes import (
     ARG_LAYOUTS_ATTR,
     CHECKS_ATTR,
     ENTRY_ATTR,
+    FROZEN_ATTR,
     RESULT_EAGER_ATTR,
     RESULT_LAYOUTS_ATTR,
     TARGET_ATTR,
@@ -41,6 +42,10 @@ from mlirc.frontend.lowerings import LOWERINGS
 from mlirc.frontend.lowerings.api import LoweringContext, attr_value, computes_a_size, node_meta
 
 log = logging.getLogger(__name__)
+
+# Placeholder meta: the argument is a parameter or buffer that inference keeps from call
+# to call (frontend/backend.py marks them); the entry lists them in `mlirc.frozen`.
+FROZEN_META = "mlirc_frozen"
 
 
 def constant_inputs(gm: fx.GraphModule) -> list[torch.Tensor]:
@@ -106,6 +111,9 @@ class FxImporter:
                 func.ReturnOp(returned)
             fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [v.type for v in returned]))
             self._describe_entry(fn, lctx, arg_layouts, result_layouts, outputs, eager_strides)
+            frozen = [i for i, n in enumerate(placeholders) if n.op == "get_attr" or n.meta.get(FROZEN_META)]
+            if frozen:
+                fn.attributes[FROZEN_ATTR] = ir.DenseI64ArrayAttr.get(frozen)
             try:
                 module.operation.verify()
             except ir.MLIRError as err:

@@ -30,6 +30,8 @@ class CompileStats:
     symbolic_graphs: int = 0
     symbolic_imports: int = 0
     symbolic_binds: int = 0  # sizes compiled from a symbolic import (the rest: from the FX graph)
+    # regions whose work on parameters alone runs once, cached until one changes (passes/hoist_frozen.py)
+    prepared_regions: int = 0
 
     @property
     def fully_compiled(self) -> bool:

@@ -22,7 +22,7 @@ from mlir import ir, passmanager
 from mlir.dialects import arith, func, tensor
 
 from mlirc.dialects import builders, dims, shapes
-from mlirc.dialects.attributes import ARG_LAYOUTS_ATTR, ENTRY_ATTR
+from mlirc.dialects.attributes import ARG_LAYOUTS_ATTR, ENTRY_ATTR, FROZEN_ATTR
 from mlirc.errors import PipelineError
 from mlirc.passes.registry import register_pass
 
@@ -94,7 +94,7 @@ def _bind_entry(fn: func.FuncOp, sizes: tuple[int, ...]) -> None:
                 constant = arith.ConstantOp(ir.IndexType.get(), values[(i, None)])
             arg.replace_all_uses_with(constant.result)
             block.erase_argument(i)
-            _drop_arg_layout(fn, i)
+            _drop_arg_attributes(fn, i)
         elif isinstance(arg.type, ir.RankedTensorType) and not ir.RankedTensorType(arg.type).has_static_shape:
             t = ir.RankedTensorType(arg.type)
             shape = [values[(i, d)] if t.is_dynamic_dim(d) else t.shape[d] for d in range(t.rank)]
@@ -150,11 +150,15 @@ def _drop_sizes(op: ir.Operation, tensors: list[ir.Value]) -> None:
     op.erase()
 
 
-def _drop_arg_layout(fn: func.FuncOp, index: int) -> None:
-    """The entry's per-argument layouts (the host wrapper's) lose an erased argument's."""
+def _drop_arg_attributes(fn: func.FuncOp, index: int) -> None:
+    """The entry's per-argument layouts (the host wrapper's) lose an erased argument's,
+    and the frozen arguments after it move down one."""
     if ARG_LAYOUTS_ATTR in fn.attributes:
         kept = [a for i, a in enumerate(ir.ArrayAttr(fn.attributes[ARG_LAYOUTS_ATTR])) if i != index]
         fn.attributes[ARG_LAYOUTS_ATTR] = ir.ArrayAttr.get(kept)
+    if FROZEN_ATTR in fn.attributes:
+        frozen = [i - (i > index) for i in ir.DenseI64ArrayAttr(fn.attributes[FROZEN_ATTR]) if i != index]
+        fn.attributes[FROZEN_ATTR] = ir.DenseI64ArrayAttr.get(frozen)
 
 
 def _static_source(value: ir.Value) -> ir.Value | None:

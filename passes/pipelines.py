@@ -31,6 +31,7 @@ from mlirc.passes import (  # noqa: F401
     gpu_fuse_rows,
     gpu_lower_to_tt,
     gpu_matmul,
+    hoist_frozen,
     lower_to_linalg,
     outline_library_calls,
     slice_broadcasts,
@@ -47,8 +48,9 @@ LINALG = [
 # neighbours, and half-precision ops compute in f32 while each is still its own generic.
 CPU_LAYOUT = ["mlirc-cpu-skinny-matmul", "mlirc-cpu-channels-last", "mlirc-cpu-widen-halves", "canonicalize", "cse"]
 KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-transpose-views"]
-# Host-side: it regroups the entry's calls, so it runs before the kernels are split off.
-CPU_FUSION = ["mlirc-cpu-fuse-rows", "canonicalize", "cse"]
+# Host-side: it regroups the entry's calls, so it runs before the kernels are split off;
+# work on parameters alone moves out first, so that no row group mixes it with the rest.
+CPU_FUSION = ["mlirc-hoist-frozen", "mlirc-cpu-fuse-rows", "canonicalize", "cse"]
 CPU_BUFFERIZE = [
     # A row loop's last member writes straight into the output's row, not a temporary.
     "eliminate-empty-tensors",

@@ -9,19 +9,47 @@ import torch
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.backends.cpu import gemm_choice
+from mlirc.backends.cpu import gemm_choice, packed_conv
 from mlirc.backends.cpu.codegen import CompiledKernels
-from mlirc.backends.host_wrapper import WrapperBuilder, scratch_buffers, wrapper_scope
+from mlirc.backends.host_wrapper import (
+    PreparedCache,
+    WrapperBuilder,
+    frozen_guard_source,
+    prepare_function,
+    scratch_buffers,
+    storage_dtype,
+    wrapper_scope,
+)
 from mlirc.config import config
 from mlirc.passes.ir_utils import entry_functions
 
 
 class CpuWrapperBuilder(WrapperBuilder):
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - WrapperBuilder's
+        super().__init__(*args, **kwargs)
+        self.conv_sites: list[packed_conv.PackedConv] = []
+
     def library_variant(self, library: str, operands: list[str]) -> str:
         metas = [self.meta.get(name) for name in operands]
         if library == "mm" and all(m is not None for m in metas):
             return gemm_choice.choose_mm(*metas)
+        if library == "conv2d_nhwc" and packed_conv.eligible(*metas) and self._argument_root(operands[1]):
+            return "conv2d_nhwc_packed"
         return library
+
+    def _argument_root(self, name: str) -> bool:
+        """Is `name` an argument or a view of one?  Only then may a reordered copy be
+        kept: the wrapper's own buffers (scratch above all) are rewritten by kernels
+        without a version counter seeing it."""
+        return self.root.get(name, "").startswith("arg")
+
+    def call_site(self, library: str, fields: dict, operands: list[str]) -> dict:
+        if library != "conv2d_nhwc_packed":
+            return {}
+        self.conv_sites.append(
+            packed_conv.PackedConv(fields["stride"], fields["padding"], fields["dilation"], fields["groups"])
+        )
+        return {"site": len(self.conv_sites) - 1, "root": self.root[operands[1]]}
 
 
 def build_wrapper(
@@ -30,14 +58,29 @@ def build_wrapper(
     entry = entry_functions(module.body)[0]
     kernels = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
     builder = CpuWrapperBuilder(entry, result_dtypes, kernels, scratch_limit_bytes=config.scratch_mb << 20)
-    source = builder.build()
+    prepare = prepare_function(entry)
+    source = builder.build("call" if prepare is None else "call_prepared")
     scope = {
         **wrapper_scope(device),
         "kernels": compiled.functions,
         "scratch_buffers": scratch_buffers(builder.scratch_metas, device),
         "onednn_mm": gemm_choice.onednn_mm,
+        "conv_sites": builder.conv_sites,
     }
+    if prepare is not None:
+        source += "\n\n" + _prepare_source(entry, prepare, kernels, builder.conv_sites)
     exec(compile(source, "<mlirc-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
+    if prepare is not None:
+        scope["prepared"] = PreparedCache(scope["prepare"])
     call = scope["call"]
     call._mlirc_engine = compiled  # keep the JIT'd code alive with the wrapper
     return call, source
+
+
+def _prepare_source(entry: func.FuncOp, prepare: func.FuncOp, kernels: dict, conv_sites: list) -> str:
+    """The prepare function (run when a frozen argument changes, see
+    passes/hoist_frozen.py) and the guarded `call` in front of `call_prepared`."""
+    results = ir.FunctionType(prepare.attributes["function_type"].value).results
+    builder = CpuWrapperBuilder(prepare, [storage_dtype(t) for t in results], kernels)
+    builder.conv_sites = conv_sites  # one list of call sites for both functions
+    return builder.build("prepare") + "\n\n" + frozen_guard_source(entry)
