@@ -26,6 +26,8 @@ MLIRC_CACHE_DIR=path where compiled GPU kernels and autotuning choices are kept 
 MLIRC_FREEZE=0       in inference (autograd off), do not cache the work done on parameters and
                      buffers alone (default on: it reruns when one changes, see
                      passes/hoist_frozen.py; edits through `.data` bypass version counters)
+MLIRC_PROFILE=1      every kernel and library call runs inside a torch.profiler range named
+                     after it (benchmarks/cpu_profile.py; costs ~1 us a call)
 MLIRC_DYNAMIC_SIZES=n  a graph with symbolic sizes (dynamic=True, a second batch size) is
                      compiled at each new size it is called with, up to n sizes (default 16);
                      further sizes run eagerly, with a warning
@@ -125,6 +127,7 @@ SETTINGS: dict[str, Setting] = {
     "compile_workers": Setting("MLIRC_COMPILE_WORKERS", _int_in(-1), "an integer >= -1 (-1: one per core)", -1),
     "scratch_mb": Setting("MLIRC_SCRATCH_MB", _int_in(0), "an integer >= 0 (0: off)", 512),
     "cache_dir": Setting("MLIRC_CACHE_DIR", _path, "a folder", None),
+    "profile": Setting("MLIRC_PROFILE", _flag, "a flag: 1/0, true/false, yes/no, on/off", False),
     "freeze": Setting("MLIRC_FREEZE", _flag, "a flag: 1/0, true/false, yes/no, on/off", True),
     "dynamic_sizes": Setting("MLIRC_DYNAMIC_SIZES", _int_in(0), "an integer >= 0 (0: symbolic graphs run eagerly)", 16),
 }
@@ -170,6 +173,7 @@ class Config:
     compile_workers: int = field(default_factory=lambda: read_setting("compile_workers"))
     scratch_mb: int = field(default_factory=lambda: read_setting("scratch_mb"))
     cache_dir: str | None = field(default_factory=lambda: read_setting("cache_dir"))
+    profile: bool = field(default_factory=lambda: read_setting("profile"))
     freeze: bool = field(default_factory=lambda: read_setting("freeze"))
     dynamic_sizes: int = field(default_factory=lambda: read_setting("dynamic_sizes"))
 

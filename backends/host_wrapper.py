@@ -36,6 +36,7 @@ import torch
 from mlir import ir
 from mlir.dialects import func
 
+from mlirc.config import config
 from mlirc.dialects import layouts, shapes
 from mlirc.dialects.attributes import (
     ARG_LAYOUTS_ATTR,
@@ -215,6 +216,7 @@ def wrapper_scope(device: torch.device) -> dict:
         "reinterpret_tensor": reinterpret,
         "with_strides": with_strides,
         "exact_conv2d": exact_conv2d,
+        "record_function": torch.profiler.record_function,
     }
 
 
@@ -354,6 +356,7 @@ class WrapperBuilder:
         self.scratch_fetch = _ScratchFetch()
         self.scratch_metas: list[torch.Tensor] = []  # what scratch_buffers() must make
         self.kernels = kernels or {}  # name -> kernel func, for library-call attributes
+        self.profile = config.profile  # each call inside a profiler range (MLIRC_PROFILE)
         self.checks = decode(entry.attributes)  # flags returned after the graph's results
         self.result_dtypes = result_dtypes
         self.names: dict[object, str] = {}
@@ -519,9 +522,21 @@ class WrapperBuilder:
             self.emit_view(op.results[0], self.name(op.operands[0]), lambda m: m.permute(perm), f".permute({perm})")
         elif library is not None:
             self.emit_library_call(op, library, attrs, logical)
+            self._profiled(f"mlirc {library} {callee}", op)
         else:
             outs = [self.in_place(op, callee, logical) or self.allocate(r, logical) for r in op.results]
             self.emit_kernel_call(callee, [*(self.name(v) for v in op.operands), *outs])
+            self._profiled(f"mlirc {callee}", op)
+
+    def _profiled(self, label: str, op: ir.Operation) -> None:
+        """With MLIRC_PROFILE, the call just emitted runs inside a profiler range named
+        after the kernel and its result's shape (benchmarks/cpu_profile.py reads them)."""
+        if not self.profile or not self.lines or not isinstance(self.lines[-1], str):
+            return
+        shape = "x".join(map(str, shapes.shape_of(op.results[0]))) if len(op.results) else ""
+        call = self.lines.pop()
+        self.lines.append(f"    with record_function({f'{label} [{shape}]'!r}):")
+        self.lines.append("    " + call)
 
     def in_place(self, op: ir.Operation, callee: str, logical: dict) -> str | None:
         """The result written over an operand that dies here (Inductor's in-place

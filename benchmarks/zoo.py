@@ -5,7 +5,8 @@ torchvision built for the installed torch), randomly initialized -- nothing is
 downloaded -- and run in inference at batch 1 (latency) and a throughput batch.  Cases
 are named `<model>@<batch>`; `benchmarks/run.py --suite zoo` times them against the
 same peers as the benchmark suite, and `python benchmarks/zoo.py --check` compiles each
-with mlirc alone and compares it with eager (correctness and fallbacks, no timings).
+with mlirc alone and compares it with eager (correctness and fallbacks, no timings);
+`--profile CASE` prints its top kernels and library calls, mlirc beside Inductor.
 
 Sizes: CNNs at 160x160 and vision transformers at 224x224 (their patch grids need it),
 text at 128 tokens.  Transformer stacks keep their published widths, heads and feed-forward
@@ -277,12 +278,24 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="compile each case with mlirc and compare with eager")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--list", action="store_true", help="list the cases and where each comes from")
+    parser.add_argument(
+        "--profile", action="store_true", help="top kernels and library calls per call, mlirc beside Inductor+freezing"
+    )
+    parser.add_argument("--top", type=int, default=12, help="rows of --profile's table")
     parser.add_argument("--check-one", metavar="CASE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.check_one:
         print(json.dumps(check_case(args.check_one, getattr(torch, args.dtype))))
         return
     names = [c for n in args.cases for c in CASES if c == n or c.split("@")[0] == n] if args.cases else list(CASES)
+    if args.profile:
+        from cpu_profile import profile_case
+
+        for name in names:
+            print(
+                f"## {name} ({args.dtype})\n\n{profile_case(*make_case(name, getattr(torch, args.dtype)), args.top)}\n"
+            )
+        return
     if args.list or not args.check:
         for name in names:
             spec = ZOO[name.split("@")[0]]

@@ -29,7 +29,7 @@ from mlir.dialects import func
 from mlirc.dialects import shapes
 from mlirc.dialects.attributes import LIBRARY_ATTR
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import callee, entry_functions, functions, run_transform
+from mlirc.passes.ir_utils import callee, entry_functions, functions, nested_ops, run_transform
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
 
@@ -168,9 +168,10 @@ def _nhwc_init(init: ir.Value) -> ir.Value:
 
 
 def _read_nhwc(op: ir.Operation, nchw_views: dict) -> bool:
-    """Point `op` at the NHWC tensors behind its "back to NCHW" inputs."""
+    """Point `op` at the NHWC tensors behind its "back to NCHW" inputs, read through
+    its indexing maps or gathered in its body (a padding's clamped reads)."""
     maps = _maps(op)
-    changed = False
+    changed = _gather_nhwc(op, nchw_views)
     inputs = len(op.operands) - len(op.results)
     for i in range(inputs):
         source = nchw_views.get(op.operands[i])
@@ -180,6 +181,21 @@ def _read_nhwc(op: ir.Operation, nchw_views: dict) -> bool:
             changed = True
     if changed:
         _set_maps(op, maps)
+    return changed
+
+
+def _gather_nhwc(op: ir.Operation, nchw_views: dict) -> bool:
+    """`tensor.extract %nchw[n, c, h, w]` in the body becomes `tensor.extract %nhwc[n, h, w, c]`."""
+    changed = False
+    for inner in nested_ops(op):
+        source = nchw_views.get(inner.operands[0]) if inner.name == "tensor.extract" else None
+        if source is None:
+            continue
+        indices = list(inner.operands)[1:]
+        inner.operands[0] = source
+        for i, p in enumerate(TO_NHWC):
+            inner.operands[1 + i] = indices[p]
+        changed = True
     return changed
 
 

@@ -218,7 +218,20 @@ def _scalar_plan(op: ir.Operation) -> Plan | None:
         return None
     inits = list(op.operands)[len(op.operands) - len(op.results) :]
     fills = [not isinstance(v.owner, ir.Block) and v.owner.name == "linalg.fill" for v in inits]
-    return Plan([1], [], parallel_outer=True, fuse_init=any(fills))
+    return Plan([1], [], parallel_outer=True, fuse_init=any(fills), interchange=_output_order(op))
+
+
+def _output_order(op: ir.Operation) -> tuple[int, ...] | None:
+    """The loops in the order the result lies in memory, where the result's map is a
+    permutation of all-parallel loops: a gather writing channels-last (a padding
+    between convolutions) then writes, and mostly reads, contiguous rows."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return None
+    out_map = ir.AffineMapAttr(ir.ArrayAttr(op.attributes["indexing_maps"])[len(op.operands) - 1]).value
+    if not out_map.is_permutation or any(not it.endswith("<parallel>") for it in _iterators(op)):
+        return None
+    order = tuple(ir.AffineDimExpr(e).position for e in out_map.results)
+    return None if order == tuple(range(len(order))) else order
 
 
 def _largest_input(op: ir.Operation) -> int | None:

@@ -141,3 +141,23 @@ def test_no_copies_between_convolutions(monkeypatch, tmp_path):
     (wrapper,) = [p.read_text() for p in tmp_path.glob("*.wrapper.py")]
     convolutions = wrapper.count("torch.conv2d(") + wrapper.count("conv_sites[")  # oneDNN, plain or packed
     assert convolutions == 2 and wrapper.count("kernels[") == 4, wrapper
+
+
+@pytest.mark.parametrize("pad", [(0, 1, 0, 1), (1, 2, 3, 0), (0, 0, 0, 0)])
+def test_padding_between_convolutions_stays_channels_last(monkeypatch, tmp_path, pad):
+    """TF-style "same" padding (MobileNet, EfficientNet from transformers) pads between
+    convolutions: the padding reads the NHWC tensor behind its input's NCHW view
+    (a gather, rewritten index by index) and writes NHWC, in memory order -- it read
+    NCHW and wrote across channels before, 4x slower.  A zero padding is a copy."""
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    first, depthwise = nn.Conv2d(3, 11, 3), nn.Conv2d(11, 11, 3, groups=11)
+
+    def net(t: torch.Tensor) -> torch.Tensor:
+        return depthwise(nn.functional.pad(torch.relu(first(t)), pad))
+
+    with torch.no_grad():
+        compile_and_compare(net, torch.randn(2, 3, 13, 10))
+    (module,) = [p.read_text() for p in tmp_path.glob("*.cpu-fusion.mlir")]
+    generated = [f for f in module.split("func.func @")[1:] if f.startswith("kernel_")]  # not library bodies
+    nchw_activation = "tensor<2x11x11x8xf32>"  # relu's result in NCHW: no kernel reads or writes it
+    assert generated and not any(nchw_activation in f for f in generated), module

@@ -189,3 +189,19 @@ def test_reused_buffers_give_eager_results(tmp_path):
 def test_non_contiguous_inputs_through_views():
     x, w = torch.randn(13, 7).t(), torch.randn(3, 13).t()  # both transposed views
     compile_and_compare(lambda a, b: torch.relu(a @ b).reshape(3, 7) * 2, x, w)
+
+
+def test_profile_names_every_call(monkeypatch):
+    """MLIRC_PROFILE: each kernel and library call is a profiler range named after it
+    (what `benchmarks/zoo.py --profile` lists beside Inductor's kernels)."""
+    monkeypatch.setattr(config, "profile", True)
+    torch._dynamo.reset()
+    w = torch.randn(7, 5)
+    compiled = torch.compile(lambda x: torch.relu(x @ w) + 1.0, backend="mlirc")
+    x = torch.randn(3, 7)
+    compiled(x)
+    with torch.profiler.profile() as prof:
+        torch.testing.assert_close(compiled(x), torch.relu(x @ w) + 1.0)
+    names = {e.key for e in prof.key_averages()}
+    assert any(n.startswith("mlirc kernel_") and n.endswith("[3x5]") for n in names), names
+    assert any(n.startswith("mlirc mm") for n in names), names

@@ -127,6 +127,8 @@ def _constant_pad(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     low, high = [0] * rank, [0] * rank
     for i in range(len(pad) // 2):
         low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    if not any(low) and not any(high):  # a copy, as clone is (TF-style "same" padding of a 1x1 window)
+        return x
     value = lctx.typed(arg(node, 2, "value", 0), out_dtype(node))
     return b.create("pad", [x, value], shapes.torch_tensor_type(out_shape(node), out_dtype(node)), low=low, high=high)
 
