@@ -70,11 +70,15 @@ LIBRARY_CALLS = {
         "{out} = torch.conv2d({0}.permute(0, 3, 1, 2), {1}.permute(0, 3, 1, 2), None,"
         " {stride}, {padding}, {dilation}, {groups}).permute(0, 2, 3, 1).contiguous()"
     ),
-    # The same on oneDNN with the weight reordered once per call site (backends/cpu/packed_conv.py).
+    # The same on oneDNN with the weight reordered once per call site (backends/cpu/packed_weights.py).
     # `root`: the argument whose storage holds the weight (its version counter is the weight's).
     "conv2d_nhwc_packed": "{out} = conv_sites[{site}]({0}, {1}, {root})",
+    # MKL's GEMM on a weight packed once per call site (a linear layer's; packed_weights.py)
+    "mm_packed": "{out} = linear_sites[{site}]({0}, {1}, {root})",
 }
-ALLOCATES_OWN_RESULT = frozenset({"conv2d", "conv2d_exact", "conv2d_nhwc", "conv2d_nhwc_packed", "mm_onednn"})
+ALLOCATES_OWN_RESULT = frozenset(
+    {"conv2d", "conv2d_exact", "conv2d_nhwc", "conv2d_nhwc_packed", "mm_onednn", "mm_packed"}
+)
 EXACT_ATTR = "exact"  # on a conv2d: sums that must not round to TF32 (see "conv2d_exact")
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).

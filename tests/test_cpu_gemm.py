@@ -5,7 +5,7 @@ import pytest
 import torch
 from conftest import compile_and_compare, wrapper_source
 
-from mlirc.backends.cpu import gemm_choice
+from mlirc.backends.cpu import gemm_choice, packed_weights
 from mlirc.config import config
 from mlirc.errors import MlircError
 
@@ -71,7 +71,7 @@ def test_auto_times_each_shape_once(monkeypatch):
     timed = []
     monkeypatch.setattr(config, "cpu_gemm", "auto")
     monkeypatch.setattr(gemm_choice, "_choices", {})
-    monkeypatch.setattr(gemm_choice, "_measure", lambda a, b: timed.append(a.shape) or gemm_choice.ONEDNN)
+    monkeypatch.setattr(gemm_choice, "_measure", lambda a, b, packable: timed.append(a.shape) or gemm_choice.ONEDNN)
     small = (_meta(8, 8), _meta(8, 8))
     assert gemm_choice.choose_mm(*small) == gemm_choice.BLAS  # below MIN_MACS: never timed
     big = (_meta(256, 128), _meta(128, 96, transposed=True))
@@ -81,9 +81,43 @@ def test_auto_times_each_shape_once(monkeypatch):
 
 
 def test_auto_measures_real_operands():
-    # The real timing: runs under no fake mode and picks one of the two.
+    # The real timing: runs under no fake mode and picks one of the candidates.
     choice = gemm_choice._measure(_meta(64, 129), _meta(129, 130, transposed=True))
     assert choice in (gemm_choice.BLAS, gemm_choice.ONEDNN)
+    choice = gemm_choice._measure(_meta(64, 129), _meta(129, 130, transposed=True), packable=True)
+    assert choice in (gemm_choice.BLAS, gemm_choice.ONEDNN, gemm_choice.PACKED)
+
+
+def test_packed_weights_only_for_stable_transposed_weights():
+    """MKL packs a weight once per call site: only an argument (a parameter or a
+    prepared value) whose transpose is row-major, never a buffer kernels rewrite."""
+    a, weight_t = _meta(128, 256), _meta(256, 512, transposed=True)
+    assert gemm_choice._packable(a, weight_t, stable_weight=True) == packed_weights.linear_available()
+    assert not gemm_choice._packable(a, weight_t, stable_weight=False)
+    assert not gemm_choice._packable(a, _meta(256, 512), stable_weight=True)
+
+
+@pytest.mark.skipif(not packed_weights.linear_available(), reason="torch built without MKL")
+def test_packed_linear_follows_weight_edits(monkeypatch, tmp_path):
+    """A linear layer on MKL's packed weight, edited in place and replaced between
+    calls: every call gives eager's answer."""
+    monkeypatch.setattr(config, "cpu_gemm", "auto")
+    monkeypatch.setattr(gemm_choice, "_measure", lambda a, b, packable: gemm_choice.PACKED if packable else "mm")
+    monkeypatch.setattr(gemm_choice, "_choices", {})
+    torch._dynamo.reset()
+    layer = torch.nn.Linear(300, 257)
+    x = torch.randn(67, 300)
+    with torch.no_grad():
+        assert "linear_sites[" in wrapper_source(layer, (x,), tmp_path)
+    compiled = torch.compile(layer, backend="mlirc")
+    with torch.no_grad():
+        for edit in (
+            lambda: None,
+            lambda: layer.weight.mul_(-2.0),
+            lambda: setattr(layer.weight, "data", torch.randn(257, 300)),
+        ):
+            edit()
+            torch.testing.assert_close(compiled(x), layer(x), rtol=1e-4, atol=1e-4)
 
 
 def test_unknown_mode_is_a_clear_error(monkeypatch):

@@ -1,7 +1,7 @@
 """Inference on frozen parameters (passes/hoist_frozen.py): the work a graph does on
 parameters and buffers alone (weights transposed for the convolution library,
 batch-norm factors) runs once and is cached, as are oneDNN's reordered convolution
-weights (backends/cpu/packed_conv.py) -- and both are redone whenever a parameter
+weights (backends/cpu/packed_weights.py) -- and both are redone whenever a parameter
 changes, however the user changes it.  Every case compares with eager after the
 change, at odd sizes."""
 

@@ -1,5 +1,7 @@
-"""Which library runs a CPU GEMM: torch.mm (MKL's sgemm in torch's x86 builds) or
-oneDNN's matmul (`torch.ops.mkldnn._linear_pointwise`, plain weights, no post-op).
+"""Which library runs a CPU GEMM: torch.mm (MKL's sgemm in torch's x86 builds),
+oneDNN's matmul (`torch.ops.mkldnn._linear_pointwise`, plain weights, no post-op), or,
+for a weight that stays the same tensor (a parameter), MKL's GEMM on the weight
+packed once (backends/cpu/packed_weights.py; timed at the exact row count).
 
 Neither wins everywhere.  On the suite's shapes, oneDNN's f32 GEMM is 7-23% faster
 for the large ones (512x256x1024: 1.33 against 1.60 ms on 2 cores), while its
@@ -29,12 +31,13 @@ from collections.abc import Callable
 
 import torch
 
+from mlirc.backends.cpu import packed_weights
 from mlirc.config import config
 from mlirc.errors import MlircError
 
 log = logging.getLogger(__name__)
 
-BLAS, ONEDNN = "mm", "mm_onednn"  # library-call names (see host_wrapper.LIBRARY_CALLS)
+BLAS, ONEDNN, PACKED = "mm", "mm_onednn", "mm_packed"  # library-call names (see host_wrapper.LIBRARY_CALLS)
 MODES = ("auto", "blas", "onednn")
 # Below this many multiply-adds oneDNN's fixed cost outweighs any gain: not timed.
 MIN_MACS = 1 << 21
@@ -69,8 +72,15 @@ def _eligible(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.dtype == b.dtype == torch.float32 and m * n * k >= max(MIN_MACS, 1) and onednn_available()
 
 
-def choose_mm(a: torch.Tensor, b: torch.Tensor) -> str:
-    """The library call for a @ b, given the operands' layouts (meta tensors)."""
+def _packable(a: torch.Tensor, b: torch.Tensor, stable_weight: bool) -> bool:
+    """Can MKL pack b once: b is a row-major (N, K) weight's transpose that stays the
+    same tensor from call to call (an argument: a parameter, or a prepared value)."""
+    return stable_weight and a.is_contiguous() and b.t().is_contiguous() and packed_weights.linear_available()
+
+
+def choose_mm(a: torch.Tensor, b: torch.Tensor, stable_weight: bool = False) -> str:
+    """The library call for a @ b, given the operands' layouts (meta tensors);
+    `stable_weight`: b is an argument or a view of one (see _packable)."""
     mode = config.cpu_gemm
     if mode not in MODES:
         raise MlircError(f"mlirc: MLIRC_CPU_GEMM={mode!r} is not a CPU GEMM mode; expected one of {', '.join(MODES)}")
@@ -78,10 +88,12 @@ def choose_mm(a: torch.Tensor, b: torch.Tensor) -> str:
         return BLAS
     if mode == "onednn":
         return ONEDNN
-    rows = _rows_bucket(a.shape[0])
-    key = (rows, a.shape[1], a.stride(), tuple(b.shape), b.stride(), a.dtype, torch.get_num_threads())
+    packable = _packable(a, b, stable_weight)
+    # Packing is for an exact row count: timed at it, not at its power-of-two bucket.
+    rows = a.shape[0] if packable else _rows_bucket(a.shape[0])
+    key = (rows, a.shape[1], a.stride(), tuple(b.shape), b.stride(), a.dtype, torch.get_num_threads(), packable)
     if key not in _choices:
-        _choices[key] = _measure(a, b)
+        _choices[key] = _measure(a, b, packable)
     return _choices[key]
 
 
@@ -108,7 +120,7 @@ def _call_s(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def _measure(a_meta: torch.Tensor, b_meta: torch.Tensor) -> str:
+def _measure(a_meta: torch.Tensor, b_meta: torch.Tensor, packable: bool = False) -> str:
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily(), torch.no_grad():  # the compiler runs under the tracer's fake mode
@@ -118,6 +130,9 @@ def _measure(a_meta: torch.Tensor, b_meta: torch.Tensor) -> str:
             BLAS: lambda: torch.mm(a, b, out=out),
             ONEDNN: lambda: onednn_mm(a, b),
         }
+        if packable:
+            site = packed_weights.PackedLinear()
+            candidates[PACKED] = lambda: site(a, b, b)
         for fn in candidates.values():  # oneDNN creates its primitive; pages are touched
             fn()
         call_s = _call_s(candidates[BLAS])
@@ -128,7 +143,8 @@ def _measure(a_meta: torch.Tensor, b_meta: torch.Tensor) -> str:
         batch = max(1, min(BATCH_MAX, round(1e-3 / max(call_s, 1e-7))))
         calls_per_round = 2 * (1 if long_call else 1 + batch)
         rounds = max(1, min(ROUNDS, int(BUDGET_S / (calls_per_round * call_s))))
-        ratios, best = [], dict.fromkeys(candidates, math.inf)
+        ratios: dict[str, list[float]] = {name: [] for name in candidates if name != BLAS}
+        best = dict.fromkeys(candidates, math.inf)
         for round_ in range(rounds):
             times = {}
             for name in candidates if round_ % 2 else reversed(candidates):
@@ -139,17 +155,17 @@ def _measure(a_meta: torch.Tensor, b_meta: torch.Tensor) -> str:
                     candidates[name]()
                 times[name] = (time.perf_counter() - start) / batch
                 best[name] = min(best[name], times[name])
-            ratios.append(times[ONEDNN] / times[BLAS])
-    log.debug("mlirc: oneDNN/torch.mm time ratios %s", [round(r, 2) for r in ratios])
-    ratio = statistics.median(ratios)
-    choice = ONEDNN if ratio < MARGIN else BLAS
+            for name in ratios:
+                ratios[name].append(times[name] / times[BLAS])
+    medians = {name: statistics.median(r) for name, r in ratios.items()}
+    fastest = min(medians, key=medians.__getitem__)
+    choice = fastest if medians[fastest] < MARGIN else BLAS
     log.info(
-        "mlirc: %sx%s @ %sx%s runs on %s (oneDNN/torch.mm time %.2f; best torch.mm %.1f us, oneDNN %.1f us)",
+        "mlirc: %sx%s @ %sx%s runs on %s (time / torch.mm's: %s; best us: %s)",
         *a_meta.shape,
         *b_meta.shape,
-        "oneDNN" if choice == ONEDNN else "torch.mm",
-        ratio,
-        best[BLAS] * 1e6,
-        best[ONEDNN] * 1e6,
+        choice,
+        {n: round(m, 2) for n, m in medians.items()},
+        {n: round(t * 1e6, 1) for n, t in best.items()},
     )
     return choice

@@ -9,7 +9,7 @@ import torch
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.backends.cpu import gemm_choice, packed_conv
+from mlirc.backends.cpu import gemm_choice, packed_weights
 from mlirc.backends.cpu.codegen import CompiledKernels
 from mlirc.backends.host_wrapper import (
     PreparedCache,
@@ -27,13 +27,14 @@ from mlirc.passes.ir_utils import entry_functions
 class CpuWrapperBuilder(WrapperBuilder):
     def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - WrapperBuilder's
         super().__init__(*args, **kwargs)
-        self.conv_sites: list[packed_conv.PackedConv] = []
+        self.conv_sites: list[packed_weights.PackedConv] = []
+        self.linear_sites: list[packed_weights.PackedLinear] = []
 
     def library_variant(self, library: str, operands: list[str]) -> str:
         metas = [self.meta.get(name) for name in operands]
         if library == "mm" and all(m is not None for m in metas):
-            return gemm_choice.choose_mm(*metas)
-        if library == "conv2d_nhwc" and packed_conv.eligible(*metas) and self._argument_root(operands[1]):
+            return gemm_choice.choose_mm(*metas, stable_weight=self._argument_root(operands[1]))
+        if library == "conv2d_nhwc" and packed_weights.eligible(*metas) and self._argument_root(operands[1]):
             return "conv2d_nhwc_packed"
         return library
 
@@ -44,10 +45,13 @@ class CpuWrapperBuilder(WrapperBuilder):
         return self.root.get(name, "").startswith("arg")
 
     def call_site(self, library: str, fields: dict, operands: list[str]) -> dict:
+        if library == "mm_packed":
+            self.linear_sites.append(packed_weights.PackedLinear())
+            return {"site": len(self.linear_sites) - 1, "root": self.root[operands[1]]}
         if library != "conv2d_nhwc_packed":
             return {}
         self.conv_sites.append(
-            packed_conv.PackedConv(fields["stride"], fields["padding"], fields["dilation"], fields["groups"])
+            packed_weights.PackedConv(fields["stride"], fields["padding"], fields["dilation"], fields["groups"])
         )
         return {"site": len(self.conv_sites) - 1, "root": self.root[operands[1]]}
 
@@ -66,9 +70,10 @@ def build_wrapper(
         "scratch_buffers": scratch_buffers(builder.scratch_metas, device),
         "onednn_mm": gemm_choice.onednn_mm,
         "conv_sites": builder.conv_sites,
+        "linear_sites": builder.linear_sites,
     }
     if prepare is not None:
-        source += "\n\n" + _prepare_source(entry, prepare, kernels, builder.conv_sites)
+        source += "\n\n" + _prepare_source(entry, prepare, kernels, builder.conv_sites, builder.linear_sites)
     exec(compile(source, "<mlirc-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
     if prepare is not None:
         scope["prepared"] = PreparedCache(scope["prepare"])
@@ -77,10 +82,12 @@ def build_wrapper(
     return call, source
 
 
-def _prepare_source(entry: func.FuncOp, prepare: func.FuncOp, kernels: dict, conv_sites: list) -> str:
+def _prepare_source(
+    entry: func.FuncOp, prepare: func.FuncOp, kernels: dict, conv_sites: list, linear_sites: list
+) -> str:
     """The prepare function (run when a frozen argument changes, see
     passes/hoist_frozen.py) and the guarded `call` in front of `call_prepared`."""
     results = ir.FunctionType(prepare.attributes["function_type"].value).results
     builder = CpuWrapperBuilder(prepare, [storage_dtype(t) for t in results], kernels)
-    builder.conv_sites = conv_sites  # one list of call sites for both functions
+    builder.conv_sites, builder.linear_sites = conv_sites, linear_sites  # one list per kind for both functions
     return builder.build("prepare") + "\n\n" + frozen_guard_source(entry)
