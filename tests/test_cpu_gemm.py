@@ -90,32 +90,44 @@ def test_auto_measures_real_operands():
 
 def test_packed_weights_only_for_stable_transposed_weights():
     """MKL packs a weight once per call site: only an argument (a parameter or a
-    prepared value) whose transpose is row-major, never a buffer kernels rewrite."""
+    prepared value) that is dense, never a buffer kernels rewrite."""
     a, weight_t = _meta(128, 256), _meta(256, 512, transposed=True)
     assert gemm_choice._packable(a, weight_t, stable_weight=True) == packed_weights.linear_available()
     assert not gemm_choice._packable(a, weight_t, stable_weight=False)
-    assert not gemm_choice._packable(a, _meta(256, 512), stable_weight=True)
+    assert gemm_choice._packable(a, _meta(256, 512), stable_weight=True) == packed_weights.linear_available()
+    assert not gemm_choice._packable(a, _meta(256, 512)[:, ::2], stable_weight=True)
+
+
+class Conv1D(torch.nn.Module):
+    """GPT-2's projection: a row-major (K, N) weight, x @ w + b."""
+
+    def __init__(self, k: int, n: int) -> None:
+        super().__init__()
+        self.weight, self.bias = torch.nn.Parameter(torch.randn(k, n)), torch.nn.Parameter(torch.randn(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(self.bias, x, self.weight)
 
 
 @pytest.mark.skipif(not packed_weights.linear_available(), reason="torch built without MKL")
-def test_packed_linear_follows_weight_edits(monkeypatch, tmp_path):
-    """A linear layer on MKL's packed weight, edited in place and replaced between
+@pytest.mark.parametrize("layer", [torch.nn.Linear(300, 257), Conv1D(300, 257)], ids=["linear", "conv1d"])
+def test_packed_linear_follows_weight_edits(monkeypatch, tmp_path, layer):
+    """A GEMM on MKL's packed weight, the weight edited in place and replaced between
     calls: every call gives eager's answer."""
     monkeypatch.setattr(config, "cpu_gemm", "auto")
     monkeypatch.setattr(gemm_choice, "_measure", lambda a, b, packable: gemm_choice.PACKED if packable else "mm")
     monkeypatch.setattr(gemm_choice, "_choices", {})
-    torch._dynamo.reset()
-    layer = torch.nn.Linear(300, 257)
     x = torch.randn(67, 300)
     with torch.no_grad():
         assert "linear_sites[" in wrapper_source(layer, (x,), tmp_path)
     compiled = torch.compile(layer, backend="mlirc")
+    edits = (
+        lambda: None,
+        lambda: layer.weight.mul_(-2.0),
+        lambda: setattr(layer.weight, "data", torch.randn_like(layer.weight)),
+    )
     with torch.no_grad():
-        for edit in (
-            lambda: None,
-            lambda: layer.weight.mul_(-2.0),
-            lambda: setattr(layer.weight, "data", torch.randn(257, 300)),
-        ):
+        for edit in edits:
             edit()
             torch.testing.assert_close(compiled(x), layer(x), rtol=1e-4, atol=1e-4)
 

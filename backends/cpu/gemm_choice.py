@@ -73,9 +73,11 @@ def _eligible(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _packable(a: torch.Tensor, b: torch.Tensor, stable_weight: bool) -> bool:
-    """Can MKL pack b once: b is a row-major (N, K) weight's transpose that stays the
-    same tensor from call to call (an argument: a parameter, or a prepared value)."""
-    return stable_weight and a.is_contiguous() and b.t().is_contiguous() and packed_weights.linear_available()
+    """Can MKL pack b once: b is a dense (K, N) weight or a row-major (N, K) one's
+    transpose that stays the same tensor from call to call (an argument: a parameter,
+    or a prepared value)."""
+    dense = b.is_contiguous() or b.t().is_contiguous()
+    return stable_weight and a.is_contiguous() and dense and packed_weights.linear_available()
 
 
 def choose_mm(a: torch.Tensor, b: torch.Tensor, stable_weight: bool = False) -> str:

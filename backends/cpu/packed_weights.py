@@ -79,22 +79,27 @@ def linear_available() -> bool:
 
 
 class PackedLinear:
-    """One call site's a @ b where b is the transpose of a row-major (N, K) weight."""
+    """One call site's a @ b where b is a (K, N) weight: the transpose of a row-major
+    (N, K) one (nn.Linear's), or row-major itself (GPT-2's Conv1D), which is copied
+    to (N, K) once, with the packing."""
 
     def __init__(self) -> None:
-        self.state: tuple = (None, None, None)  # (key, weight, packed), as PackedConv's
+        # (key, b, packed, the (N, K) weight), as PackedConv's: b is held so that its
+        # address stays its own while cached.
+        self.state: tuple = (None, None, None, None)
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, root: torch.Tensor) -> torch.Tensor:
-        weight, rows = b.t(), a.shape[0]
+        rows = a.shape[0]
         try:
-            key = (weight.data_ptr(), root._version, rows)
+            key = (b.data_ptr(), b.stride(), root._version, rows)
         except RuntimeError:  # an inference tensor keeps no version counter: pack every call
             key = None
         state = self.state
         if key is not None and state[0] == key:
-            packed = state[2]
+            packed, weight = state[2], state[3]
         else:
+            weight = b.t().contiguous()
             packed = torch.ops.mkl._mkl_reorder_linear_weight(weight, rows)
             if key is not None:
-                self.state = (key, weight, packed)
+                self.state = (key, b, packed, weight)
         return torch.ops.mkl._mkl_linear(a, packed, weight, None, rows)
