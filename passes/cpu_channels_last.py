@@ -167,21 +167,27 @@ def _nhwc_init(init: ir.Value) -> ir.Value:
     return le.fill(init.owner.operands[0], empty)
 
 
-def _read_nhwc(op: ir.Operation, nchw_views: dict) -> bool:
+def _read_nhwc(op: ir.Operation, nchw_views: dict) -> tuple[bool, bool]:
     """Point `op` at the NHWC tensors behind its "back to NCHW" inputs, read through
-    its indexing maps or gathered in its body (a padding's clamped reads)."""
+    its indexing maps or gathered in its body (a padding's clamped reads).  Returns
+    whether it changed, and whether one of those inputs was read at the element the
+    op writes (its map was the result's): only then is the result an NCHW image
+    that NHWC suits.  A permute (ConvNeXt's NCHW -> NHWC) is not: written "NHWC" it
+    came out as (N, W, C, H), and its layer norm reduced across strided memory."""
     maps = _maps(op)
     changed = _gather_nhwc(op, nchw_views)
+    aligned = changed  # a padding's (or concatenation's) reads follow the element it writes
     inputs = len(op.operands) - len(op.results)
     for i in range(inputs):
         source = nchw_views.get(op.operands[i])
         if source is not None:
             op.operands[i] = source
+            aligned = aligned or maps[i] == maps[-1]
             maps[i] = _reorder(maps[i], TO_NHWC)
             changed = True
     if changed:
         _set_maps(op, maps)
-    return changed
+    return changed, aligned
 
 
 def _gather_nhwc(op: ir.Operation, nchw_views: dict) -> bool:
@@ -218,9 +224,11 @@ def _propagate(entry: func.FuncOp, kernels: dict[str, func.FuncOp]) -> None:
         if op.name == "func.call" and _convertible(kernels.get(callee(op)), op):
             view = _convert_conv_call(op, kernels[callee(op)], nchw_views)
             nchw_views[view] = view.owner.operands[0]
-        elif op.name == "linalg.generic" and op.results and _read_nhwc(op, nchw_views) and _writes_activation(op):
-            view = _write_nhwc(op)
-            nchw_views[view] = view.owner.operands[0]
+        elif op.name == "linalg.generic" and op.results:
+            changed, aligned = _read_nhwc(op, nchw_views)
+            if changed and aligned and _writes_activation(op):
+                view = _write_nhwc(op)
+                nchw_views[view] = view.owner.operands[0]
 
 
 def _generalize_pooling(module: ir.Operation) -> None:

@@ -161,3 +161,22 @@ def test_padding_between_convolutions_stays_channels_last(monkeypatch, tmp_path,
     generated = [f for f in module.split("func.func @")[1:] if f.startswith("kernel_")]  # not library bodies
     nchw_activation = "tensor<2x11x11x8xf32>"  # relu's result in NCHW: no kernel reads or writes it
     assert generated and not any(nchw_activation in f for f in generated), module
+
+
+def test_a_permuted_activation_keeps_its_own_layout(monkeypatch, tmp_path):
+    """ConvNeXt's block: a convolution's output permuted to NHWC, a layer norm over
+    channels, a linear layer, permuted back and added to the input.  The permute's
+    result is already channels-last; made "NHWC" again it was written (N, W, C, H),
+    and the layer norm reduced across strided memory (ConvNeXt-T 1.3x slower)."""
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    conv, norm, linear = nn.Conv2d(7, 7, 3, padding=1, groups=7), nn.LayerNorm(7), nn.Linear(7, 7)
+
+    def block(t: torch.Tensor) -> torch.Tensor:
+        y = linear(norm(conv(t).permute(0, 2, 3, 1)))
+        return t + y.permute(0, 3, 1, 2)
+
+    with torch.no_grad():
+        compile_and_compare(block, torch.randn(2, 7, 13, 10))
+    (module,) = [p.read_text() for p in tmp_path.glob("*.cpu-fusion.mlir")]
+    generated = [f for f in module.split("func.func @")[1:] if f.startswith(("kernel_", "rows_"))]
+    assert generated and not any("2x10x7x13" in f for f in generated), module
