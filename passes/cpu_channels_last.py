@@ -170,9 +170,9 @@ def _nhwc_init(init: ir.Value) -> ir.Value:
 def _read_nhwc(op: ir.Operation, nchw_views: dict) -> tuple[bool, bool]:
     """Point `op` at the NHWC tensors behind its "back to NCHW" inputs, read through
     its indexing maps or gathered in its body (a padding's clamped reads).  Returns
-    whether it changed, and whether one of those inputs was read at the element the
-    op writes (its map was the result's): only then is the result an NCHW image
-    that NHWC suits.  A permute (ConvNeXt's NCHW -> NHWC) is not: written "NHWC" it
+    whether it changed, and whether one of those inputs keeps its batch and channel
+    dims where the result has them (elementwise ops, pooling windows): only then is
+    the result an NCHW image that NHWC suits.  A permute (ConvNeXt's NCHW -> NHWC) is not: written "NHWC" it
     came out as (N, W, C, H), and its layer norm reduced across strided memory."""
     maps = _maps(op)
     changed = _gather_nhwc(op, nchw_views)
@@ -182,12 +182,19 @@ def _read_nhwc(op: ir.Operation, nchw_views: dict) -> tuple[bool, bool]:
         source = nchw_views.get(op.operands[i])
         if source is not None:
             op.operands[i] = source
-            aligned = aligned or maps[i] == maps[-1]
+            aligned = aligned or _same_image_dims(maps[i], maps[-1])
             maps[i] = _reorder(maps[i], TO_NHWC)
             changed = True
     if changed:
         _set_maps(op, maps)
     return changed, aligned
+
+
+def _same_image_dims(read: ir.AffineMap, write: ir.AffineMap) -> bool:
+    """Does the read take the batch and channel of the element written?"""
+    if len(read.results) != 4 or len(write.results) != 4:
+        return False
+    return all(str(read.results[d]) == str(write.results[d]) for d in (0, 1))
 
 
 def _gather_nhwc(op: ir.Operation, nchw_views: dict) -> bool:
