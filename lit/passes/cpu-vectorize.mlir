@@ -137,3 +137,29 @@ func.func @int_division_by_constant(%a: tensor<7x5xi64>) -> tensor<7x5xi64> attr
   } -> tensor<7x5xi64>
   return %r : tensor<7x5xi64>
 }
+
+// A gather (a channels-last padding) stays scalar, but iterates in its result's
+// memory order: the channel loop, which the NHWC result's map puts last, is moved
+// innermost, so it writes (and mostly reads) contiguous rows.
+// CHECK-LABEL: func.func @padding_nhwc
+// CHECK: scf.for
+// CHECK: linalg.generic {indexing_maps = [#{{[a-z0-9]+}}], iterator_types
+// CHECK: %[[CH:.*]] = linalg.index 3 : index
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %[[CH]]] : tensor<2x6x4x5xf32>
+func.func @padding_nhwc(%x: tensor<2x6x4x5xf32>) -> tensor<2x7x5x5xf32> attributes {mlirc.kernel} {
+  %c5 = arith.constant 5 : index
+  %c3 = arith.constant 3 : index
+  %e = tensor.empty() : tensor<2x7x5x5xf32>
+  %r = linalg.generic {indexing_maps = [#nhwc], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%e : tensor<2x7x5x5xf32>) {
+  ^bb0(%out: f32):
+    %n = linalg.index 0 : index
+    %c = linalg.index 1 : index
+    %h = linalg.index 2 : index
+    %w = linalg.index 3 : index
+    %hc = arith.minsi %h, %c5 : index
+    %wc = arith.minsi %w, %c3 : index
+    %v = tensor.extract %x[%n, %hc, %wc, %c] : tensor<2x6x4x5xf32>
+    linalg.yield %v : f32
+  } -> tensor<2x7x5x5xf32>
+  return %r : tensor<2x7x5x5xf32>
+}
