@@ -18,6 +18,8 @@ slower for 1024; backends/cpu/gemm_choice.py times it beside torch.mm and oneDNN
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 PACKED_DTYPES = (torch.float32, torch.bfloat16)
@@ -40,34 +42,48 @@ def eligible(x: torch.Tensor | None, weight: torch.Tensor | None) -> bool:
     )
 
 
-class PackedConv:
-    """One call site's NHWC convolution (input NHWC, weight OHWI, result NHWC)."""
+class _PackedSite:
+    """The packed form of the last weight one call site saw, and what it was packed from."""
 
-    def __init__(self, stride: list[int], padding: list[int], dilation: list[int], groups: int) -> None:
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+    def __init__(self) -> None:
         # (key, weight, packed): the weight is held so that, while it is cached, no
         # other tensor can take its address (an equal data_ptr means the same storage).
         # Only arguments (and views of them) are packed: kernels rewrite the wrapper's
         # own buffers in place, which no version counter sees.
         self.state: tuple = (None, None, None)
 
-    def __call__(self, x_nhwc: torch.Tensor, w_ohwi: torch.Tensor, root: torch.Tensor) -> torch.Tensor:
-        """`root`: the argument whose storage `w_ohwi` views (the wrapper's views keep
-        no version counter of their own)."""
-        x, w = x_nhwc.permute(0, 3, 1, 2), w_ohwi.permute(0, 3, 1, 2)
+    def packed(self, weight: torch.Tensor, root: torch.Tensor, shape: tuple, pack: Callable[[], object]) -> object:
+        """pack()'s result for `weight` (viewing argument `root`, whose version
+        counter it shares: the wrapper's views keep none) and the input's `shape`."""
         try:
-            key = (w.data_ptr(), root._version, x.shape)
-        except RuntimeError:  # an inference tensor keeps no version counter: reorder every call
-            key = None
+            key = (weight.data_ptr(), weight.stride(), root._version, shape)
+        except RuntimeError:  # an inference tensor keeps no version counter: pack every call
+            return pack()
         state = self.state
-        if key is not None and state[0] == key:
-            packed = state[2]
-        else:
-            packed = torch.ops.mkldnn._reorder_convolution_weight(
+        if state[0] == key:
+            return state[2]
+        packed = pack()
+        self.state = (key, weight, packed)
+        return packed
+
+
+class PackedConv(_PackedSite):
+    """One call site's NHWC convolution (input NHWC, weight OHWI, result NHWC)."""
+
+    def __init__(self, stride: list[int], padding: list[int], dilation: list[int], groups: int) -> None:
+        super().__init__()
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+
+    def __call__(self, x_nhwc: torch.Tensor, w_ohwi: torch.Tensor, root: torch.Tensor) -> torch.Tensor:
+        x, w = x_nhwc.permute(0, 3, 1, 2), w_ohwi.permute(0, 3, 1, 2)
+        packed = self.packed(
+            w,
+            root,
+            tuple(x.shape),
+            lambda: torch.ops.mkldnn._reorder_convolution_weight(
                 w, self.padding, self.stride, self.dilation, self.groups, list(x.shape)
-            )
-            if key is not None:
-                self.state = (key, w, packed)
+            ),
+        )
         y = torch.ops.mkldnn._convolution_pointwise(
             x, packed, None, self.padding, self.stride, self.dilation, self.groups, "none", [], ""
         )
@@ -78,28 +94,17 @@ def linear_available() -> bool:
     return torch._C.has_mkl and hasattr(torch.ops.mkl, "_mkl_linear")
 
 
-class PackedLinear:
+class PackedLinear(_PackedSite):
     """One call site's a @ b where b is a (K, N) weight: the transpose of a row-major
     (N, K) one (nn.Linear's), or row-major itself (GPT-2's Conv1D), which is copied
     to (N, K) once, with the packing."""
 
-    def __init__(self) -> None:
-        # (key, b, packed, the (N, K) weight), as PackedConv's: b is held so that its
-        # address stays its own while cached.
-        self.state: tuple = (None, None, None, None)
-
     def __call__(self, a: torch.Tensor, b: torch.Tensor, root: torch.Tensor) -> torch.Tensor:
         rows = a.shape[0]
-        try:
-            key = (b.data_ptr(), b.stride(), root._version, rows)
-        except RuntimeError:  # an inference tensor keeps no version counter: pack every call
-            key = None
-        state = self.state
-        if key is not None and state[0] == key:
-            packed, weight = state[2], state[3]
-        else:
+
+        def pack() -> tuple[torch.Tensor, torch.Tensor]:
             weight = b.t().contiguous()
-            packed = torch.ops.mkl._mkl_reorder_linear_weight(weight, rows)
-            if key is not None:
-                self.state = (key, b, packed, weight)
+            return torch.ops.mkl._mkl_reorder_linear_weight(weight, rows), weight
+
+        packed, weight = self.packed(b, root, (rows,), pack)
         return torch.ops.mkl._mkl_linear(a, packed, weight, None, rows)
