@@ -30,3 +30,8 @@ class PipelineError(MlircError):
         super().__init__(text)
         self.pass_name = pass_name
         self.repro = repro
+
+
+class StaticSizesNeeded(PipelineError):
+    """A pass met a symbolic (`?`) size it must know to decide (a reduction's split,
+    a slice of a broadcast): the caller binds the sizes before that pass instead."""

@@ -22,6 +22,8 @@ TARGET_ATTR = "mlirc.target"  # "cpu" or "cuda"
 
 # --- ops
 PERM_ATTR = "mlirc.perm"  # of a "permute" view (mlirc-transpose-views)
+# An mlirc op a pass left for static sizes (the pass's name): lowered once they are bound
+DEFERRED_ATTR = "mlirc.deferred"
 
 # --- CPU schedule (mlirc-cpu-vectorize, mlirc-cpu-parallelize)
 SCHEDULE_ATTR = "mlirc.schedule"  # an op's plan, while the transform script runs

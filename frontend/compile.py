@@ -24,7 +24,7 @@ from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
 from mlirc.dialects import layouts, make_context, shapes
 from mlirc.dialects.attributes import PREPARE_ATTR, RESULT_EAGER_ATTR, RESULT_LAYOUTS_ATTR
-from mlirc.errors import MlircError, PipelineError
+from mlirc.errors import MlircError, PipelineError, StaticSizesNeeded
 from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
 from mlirc.frontend.stats import stats
@@ -33,7 +33,7 @@ from mlirc.passes.cpu_parallelize import CpuParallelizeOptions
 from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
 from mlirc.passes.gpu_matmul import GpuMatmulOptions
 from mlirc.passes.outline_library_calls import OutlineLibraryCallsOptions
-from mlirc.passes.pipelines import configured
+from mlirc.passes.pipelines import AFTER_BINDING, configured
 from mlirc.passes.registry import format_element, run_passes
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,8 @@ def _run_stage(
     try:
         run_passes(module, [pipeline], stage=f"mlirc-stage-{stage}")
     except PipelineError as err:
-        raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, pipeline)) from err
+        message = str(err).split(": ", 1)[-1]
+        raise type(err)(err.pass_name, message, _repro(before, name, pipeline)) from err
     if keep_text or config.dump_dir:
         stage_ir[stage] = str(module)
         _dump(name, stage, stage_ir[stage])
@@ -274,31 +275,35 @@ def _check_bound_results(entry: ir.Operation, eager: list) -> None:
 
 class SymbolicRegion:
     """A graph of symbolic sizes imported once, then compiled at each concrete size by
-    binding its sizes (passes/bind_sizes.py) and running the stages after `BOUND_AFTER`.
+    binding its sizes (passes/bind_sizes.py) and running the stages after the last
+    one that compiled its `?` dims (`bound_after`).
     The importer does not guard on a symbolic size: what it cannot import without
     (frontend/dynamic.py no_new_guards) raises here, and the caller compiles that
     graph per size from its FX graph instead.
 
-    The sizes are bound right after import: the linalg stage's passes decide on
-    static sizes (a split reduction's, a slice folded into its reader's map), and
-    run at each size.  Each stage that compiles `?` dims as well as static ones moves
-    the binding after it, towards kernels that take their sizes at run time."""
-
-    BOUND_AFTER = "mlirc"
+    The linalg stage runs once, on `?` dims, unless one of its passes must know a
+    size to decide (StaticSizesNeeded: a sum over a symbolic dim, whose split
+    depends on its length) or cannot lower a `?` dim yet (a convolution's padded
+    spatial dims): then the sizes are bound right after import.  Each later stage
+    that compiles `?` dims moves the binding after it, towards kernels that take
+    their sizes at run time."""
 
     def __init__(self, gm: fx.GraphModule, device: torch.device, options: PassOptions | None = None) -> None:
         self.gm, self.device = gm, device
         self.options = pass_options() if options is None else options
         self.name = f"region{next(_region_numbers)}"
         module, self.stage_ir = _import(gm, device, self.name)
-        stages = BACKENDS[device.type].stages
-        with module.context:
-            before = self.stage_ir["mlirc"]
-            for stage in stages[: stages.index(self.BOUND_AFTER) + 1] if self.BOUND_AFTER in stages else ():
-                _run_stage(module, stage, self.name, self.stage_ir, self.options, before)
-                before = self.stage_ir[stage]
         self.context = module.context
         self.slots = bind_sizes.symbolic_slots(bind_sizes.entry_function(module.operation))
+        self.bound_after = "mlirc"
+        with module.context:
+            try:
+                _run_stage(module, "linalg", self.name, self.stage_ir, self.options, self.stage_ir["mlirc"])
+                self.bound_after = "linalg"
+            except MlircError as err:
+                reason = "needs" if isinstance(err, StaticSizesNeeded) else "failed on"
+                log.debug("%s: the linalg stage %s symbolic sizes, bound after import: %s", self.name, reason, err)
+        stats().symbolic_lowered += self.bound_after == "linalg"
 
     def sizes(self, args: list) -> tuple[int, ...]:
         """The entry's symbolic sizes in a call with `args` (the graph's placeholders'
@@ -308,17 +313,18 @@ class SymbolicRegion:
     def compile_at(self, sizes: tuple[int, ...], eager: list | None) -> CompiledRegion:
         """The region at `sizes`; `eager`: (shape, strides) per result, as eager's are."""
         name = f"{self.name}-{'x'.join(map(str, sizes))}"
-        module = ir.Module.parse(self.stage_ir[self.BOUND_AFTER], self.context)
+        module = ir.Module.parse(self.stage_ir[self.bound_after], self.context)
         with module.context:
-            pipeline = format_element("mlirc-bind-sizes", bind_sizes.BindSizesOptions(sizes))
-            _step("mlirc-bind-sizes", lambda: run_passes(module, [pipeline], stage="mlirc-bind-sizes"))
+            pipeline = [format_element("mlirc-bind-sizes", bind_sizes.BindSizesOptions(sizes))]
+            pipeline += AFTER_BINDING[self.bound_after]
+            _step("mlirc-bind-sizes", lambda: run_passes(module, pipeline, stage="mlirc-bind-sizes"))
             if eager is not None:
                 entry = bind_sizes.entry_function(module.operation)
                 _check_bound_results(entry, eager)
                 entry.attributes[RESULT_EAGER_ATTR] = layouts.encode_eager(eager)
-        stage_ir = {self.BOUND_AFTER: str(module)}
-        _dump(name, "bound", stage_ir[self.BOUND_AFTER])
-        return _finish(self.gm, module, self.device, self.options, name, stage_ir, self.BOUND_AFTER)
+        stage_ir = {self.bound_after: str(module)}
+        _dump(name, "bound", stage_ir[self.bound_after])
+        return _finish(self.gm, module, self.device, self.options, name, stage_ir, self.bound_after)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ class CompileStats:
     symbolic_graphs: int = 0
     symbolic_imports: int = 0
     symbolic_binds: int = 0  # sizes compiled from a symbolic import (the rest: from the FX graph)
+    symbolic_lowered: int = 0  # symbolic imports lowered to linalg once, bound after that stage
     # regions whose work on parameters alone runs once, cached until one changes (passes/hoist_frozen.py)
     prepared_regions: int = 0
 
@@ -46,6 +47,7 @@ class CompileStats:
             + (f" library_nodes={self.library_nodes}" if self.library_nodes else "")
             + (
                 f" symbolic_imports={self.symbolic_imports}/{self.symbolic_graphs} binds={self.symbolic_binds}"
+                f" lowered={self.symbolic_lowered}"
                 if self.symbolic_graphs
                 else ""
             )

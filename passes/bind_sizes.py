@@ -27,7 +27,7 @@ from mlirc.errors import PipelineError
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-bind-sizes"
-_MAX_ROUNDS = 8  # each round reaches one more level of calls; mlirc's nest at most two
+_MAX_ROUNDS = 64  # each round reaches one more level of calls, or of deferred mlirc ops in a chain
 
 
 @dataclass(frozen=True)
@@ -109,37 +109,76 @@ def _constant(value: ir.Value) -> int | None:
     return ir.IntegerAttr(owner.operation.attributes["value"]).value
 
 
-def _retype_mlirc_ops(fn: func.FuncOp) -> None:
+def _retype_mlirc_ops(fn: func.FuncOp) -> bool:
     """The mlirc ops' `?` result dims as the static sizes their operands now give
-    (dialects/dims.py), in order; a sized op's sizes, constants by now, leave it."""
+    (dialects/dims.py), in order; a sized op's sizes, constants by now, leave it.
+    After the linalg stage the mlirc ops left are those that waited for static sizes
+    (passes/ir_utils.py defer): they read static values through the casts that
+    canonicalization left, and their other users see the old type through a cast.
+    An op whose sizes are not known yet (a callee's, before its arguments are
+    static) is left for a later round; what is still symbolic at the end is an error.
+    Did anything change?"""
+    changed = False
     for op in list(fn.entry_block.operations):
         op = op.operation
         if not op.name.startswith("mlirc."):
             continue
+        for i, value in enumerate(list(op.operands)):
+            source = _static_source(value) if isinstance(value.type, ir.RankedTensorType) else None
+            if source is not None:
+                op.operands[i] = source
+                changed = True
         result = ir.RankedTensorType(op.results[0].type)
         if op.name == "mlirc.from_size":
-            _fold_from_size(op)
+            changed |= _fold_from_size(op)
             continue
         tensors = [v for v in op.operands if not isinstance(v.type, ir.IndexType)]
         if not result.has_static_shape:
             with ir.InsertionPoint(op), op.location:
                 found = [d if isinstance(d, int) else _constant(d) for d in dims.result_dims(op, tensors)]
-            if None in found or any(d < 0 for d in found):  # type: ignore[operator]
+            if any(d is not None and d < 0 for d in found):
                 raise PipelineError(NAME, f"{op.name}: result sizes {found} at these sizes")
-            op.results[0].set_type(ir.RankedTensorType.get(found, result.element_type))
+            if None in found:
+                continue
+            _set_result_type(op, ir.RankedTensorType.get(found, result.element_type))
+            changed = True
         if len(tensors) < len(op.operands):
             _drop_sizes(op, tensors)
+            changed = True
+    return changed
 
 
-def _fold_from_size(op: ir.Operation) -> None:
-    """A size made a tensor is a constant at these sizes."""
+# Users that take a value of any shape: the op's new type reaches them as is (returns
+# and calls see a cast, which the rounds below pass on to signatures and callees).
+_SHAPE_AGNOSTIC_USERS = ("tensor.dim",)
+
+
+def _set_result_type(op: ir.Operation, static: ir.Type) -> None:
+    result = op.results[0]
+    old = result.type
+    result.set_type(static)
+    users = [use.owner for use in result.uses]
+    if all(u.name.startswith("mlirc.") or u.name in _SHAPE_AGNOSTIC_USERS for u in users):
+        return
+    with ir.InsertionPoint(op), op.location:
+        cast = tensor.CastOp(old, result)
+    cast.operation.move_after(op)
+    result.replace_all_uses_except(cast.result, cast.operation)
+    for use in list(cast.result.uses):  # the mlirc users take the static value
+        if use.owner.name.startswith("mlirc.") or use.owner.name in _SHAPE_AGNOSTIC_USERS:
+            use.owner.operands[use.operand_number] = result
+
+
+def _fold_from_size(op: ir.Operation) -> bool:
+    """A size made a tensor is a constant at these sizes (once it is known)."""
     value = _constant(op.operands[0])
     if value is None:
-        raise PipelineError(NAME, "mlirc.from_size: the size is not known at these sizes")
+        return False
     with ir.InsertionPoint(op), op.location:
         constant = builders.scalar_constant(value, shapes.elem_of(op.results[0]))
     op.results[0].replace_all_uses_with(constant)
     op.erase()
+    return True
 
 
 def _drop_sizes(op: ir.Operation, tensors: list[ir.Value]) -> None:
@@ -280,6 +319,8 @@ def bind_sizes(module: ir.Operation, options: BindSizesOptions) -> None:
         passmanager.PassManager.parse("builtin.module(canonicalize,cse)").run(module)
         functions = _functions(module)
         changed = False
+        for fn in functions.values():  # mlirc ops that waited for static sizes, in any function
+            changed |= _retype_mlirc_ops(fn)
         for fn in list(functions.values()):  # a callee copied for a second caller joins `functions`
             for op in list(fn.entry_block.operations):
                 if op.operation.name == "func.call":

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from mlir import ir, passmanager
 from mlir.dialects import func
 
-from mlirc.dialects.attributes import ENTRY_ATTR, KERNEL_ATTR
+from mlirc.dialects.attributes import DEFERRED_ATTR, ENTRY_ATTR, KERNEL_ATTR
+from mlirc.errors import StaticSizesNeeded
 
 
 def nested_ops(op: ir.Operation) -> Iterator[ir.Operation]:
@@ -18,6 +19,33 @@ def nested_ops(op: ir.Operation) -> Iterator[ir.Operation]:
             for inner in block.operations:
                 yield inner.operation
                 yield from nested_ops(inner.operation)
+
+
+def has_symbolic_sizes(op: ir.Operation) -> bool:
+    """Does any tensor `op` takes or makes have a `?` dim?"""
+    values = [*op.operands, *op.results]
+    return any(
+        isinstance(v.type, ir.RankedTensorType) and not ir.RankedTensorType(v.type).has_static_shape for v in values
+    )
+
+
+def defer(op: ir.Operation, pass_name: str) -> None:
+    """Leave mlirc op `op` for when its sizes are bound (frontend/compile.py
+    SymbolicRegion runs the stage again then): mlirc-lower-to-linalg keeps it as long
+    as it has `?` dims.  An op on booleans cannot wait (the lowering gives booleans
+    their i8 storage type around it): its sizes are bound before the stage instead."""
+    values = [*op.operands, *op.results]
+    if any(
+        isinstance(v.type, ir.RankedTensorType)
+        and ir.RankedTensorType(v.type).element_type == ir.IntegerType.get_signless(1)
+        for v in values
+    ):
+        raise StaticSizesNeeded(pass_name, f"{op.name} on booleans of symbolic shape")
+    op.attributes[DEFERRED_ATTR] = ir.StringAttr.get(pass_name)
+
+
+def is_deferred(op: ir.Operation) -> bool:
+    return DEFERRED_ATTR in op.attributes and has_symbolic_sizes(op)
 
 
 def remap_operands(op: ir.Operation, mapping: dict) -> None:

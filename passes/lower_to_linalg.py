@@ -6,6 +6,10 @@ lower_to_linalg_structured.  Elementwise ops
 become linalg.generic with broadcasting folded into indexing maps (no broadcast is
 materialized), so upstream elementwise fusion sees one generic per op.
 Bool tensors become i8 tensors (torch's storage) at this stage.
+
+Ops that wait for static sizes (marked deferred by an earlier pass, or a window op
+over symbolic spatial dims) stay mlirc ops while they have `?` dims; run again once
+the sizes are bound, the pass lowers them among the linalg ops around them.
 """
 
 from __future__ import annotations
@@ -20,9 +24,12 @@ from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
 from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.passes import linalg_emit as le
 from mlirc.passes import lower_to_linalg_structured  # noqa: F401  (registers reductions, matmul, conv, pool)
+from mlirc.passes.ir_utils import defer, is_deferred
 from mlirc.passes.linalg_emit import PATTERNS, MlircOp, pattern
 from mlirc.passes.registry import register_pass
 from mlirc.passes.scalar_math import convert_scalar, scalar_body
+
+NAME = "mlirc-lower-to-linalg"
 
 
 def _init(m: MlircOp) -> ir.Value:
@@ -216,6 +223,18 @@ def _mlirc_ops(fn: func.FuncOp) -> list[ir.Operation]:
     return ops
 
 
+# Lowerings that compute on static sizes: a padded window's spatial dims.
+STATIC_SPATIAL = frozenset({"mlirc.conv2d", "mlirc.max_pool2d"})
+
+
+def _waits_for_sizes(op: ir.Operation) -> bool:
+    """Is `op` left for when the sizes are bound: deferred by an earlier pass, or a
+    window op over symbolic spatial dims?"""
+    if op.name in STATIC_SPATIAL and any(None in shapes.shape_of(v)[2:] for v in [*_tensors(op), op.results[0]]):
+        defer(op, NAME)
+    return is_deferred(op)
+
+
 def _tensors(op: ir.Operation) -> list[ir.Value]:
     """An op's tensor operands: a sized op's `index` sizes are read through MlircOp.out_dims."""
     return [v for v in op.operands if not isinstance(v.type, ir.IndexType)]
@@ -226,13 +245,13 @@ def _empty_result(logical_type: ir.Type) -> ir.Value:
     return le.empty(t.shape, le.storage_elem(t.element_type))
 
 
-@register_pass("mlirc-lower-to-linalg", "Lower mlirc dialect ops to linalg/tensor/arith/math on tensors")
+@register_pass(NAME, "Lower mlirc dialect ops to linalg/tensor/arith/math on tensors")
 def lower_to_linalg(module: ir.Operation) -> None:
     target = target_of(module)
     for fn_op in module.regions[0].blocks[0].operations:
         if not isinstance(fn_op, func.FuncOp) or fn_op.is_external:
             continue
-        ops = _mlirc_ops(fn_op)
+        ops = [op for op in _mlirc_ops(fn_op) if not _waits_for_sizes(op)]
         logical = [([v.type for v in _tensors(op)], op.results[0].type) for op in ops]
         _convert_signature(fn_op)
         for op, (in_types, out_type) in zip(ops, logical, strict=False):

@@ -120,6 +120,13 @@ CPU = [
 # tiles any generic, reading operands through their indexing maps.
 GPU = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)", "mlirc-gpu-lower-to-tt"]
 
+# A symbolic graph's module is bound at each size after the last stage that compiles
+# `?` dims (frontend/compile.py SymbolicRegion); then that stage runs again for what
+# waited for static sizes: mlirc ops left deferred (a sum whose split depends on its
+# length), slices whose sizes were operands (they fold into their readers' maps once
+# the sizes are constants).  Its passes do nothing to what they have done already.
+AFTER_BINDING: dict[str, list[str]] = {"mlirc": [], "linalg": LINALG}
+
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,
     "cpu-layout": CPU_LAYOUT,

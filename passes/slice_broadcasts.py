@@ -13,18 +13,31 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import defer, nested_ops
 from mlirc.passes.linalg_emit import reassociation
 from mlirc.passes.registry import register_pass
 
+NAME = "mlirc-slice-broadcasts"
 
-def _slice_of_broadcast(op: ir.Operation) -> ir.Operation | None:
-    if op.name != "mlirc.slice":
-        return None
+
+def _broadcast_operand(op: ir.Operation) -> ir.Operation | None:
+    """The broadcast `op` reads, if it reads one of static shape.  Which of its dims
+    repeat, and how a reshape groups them, can change with the sizes (a derived `?`
+    dim, s0 - 1, may be 1): a symbolic one and `op` wait for the sizes, as mlirc
+    ops, and are rewritten when the stage runs again on static sizes."""
     owner = op.operands[0].owner
     if isinstance(owner, ir.Block) or owner.operation.name != "mlirc.broadcast":
         return None
+    values = [owner.operation.operands[0], *op.operands, op.results[0]]
+    if any(None in shapes.shape_of(v) for v in values if isinstance(v.type, ir.RankedTensorType)):
+        defer(op, NAME)
+        defer(owner.operation, NAME)
+        return None
     return owner.operation
+
+
+def _slice_of_broadcast(op: ir.Operation) -> ir.Operation | None:
+    return _broadcast_operand(op) if op.name == "mlirc.slice" else None
 
 
 def _rewrite(op: ir.Operation, broadcast: ir.Operation) -> ir.Value:
@@ -64,20 +77,18 @@ def _reshape_groups(op: ir.Operation) -> list[tuple[list[int], list[int]]] | Non
 def _reshape_of_broadcast(op: ir.Operation) -> ir.Operation | None:
     """A reshape of a broadcast whose every group of dims is all broadcast or all
     the operand's (a select's unit dim, a chunked broadcast dim)."""
-    if op.name != "mlirc.reshape":
-        return None
-    owner = op.operands[0].owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "mlirc.broadcast":
+    owner = _broadcast_operand(op) if op.name == "mlirc.reshape" else None
+    if owner is None:
         return None
     groups = _reshape_groups(op)
     if groups is None:
         return None
-    spread = _spread_dims(owner.operation)
+    spread = _spread_dims(owner)
     for dims, _ in groups:
         kinds = {d in spread for d in dims if shapes.shape_of(op.operands[0])[d] != 1}
         if len(kinds) > 1:
             return None
-    return owner.operation
+    return owner
 
 
 def _spread_dims(broadcast: ir.Operation) -> set[int]:
@@ -101,7 +112,7 @@ def _reshape_through(op: ir.Operation, broadcast: ir.Operation) -> ir.Value:
 PATTERNS = ((_slice_of_broadcast, _rewrite), (_reshape_of_broadcast, _reshape_through))
 
 
-@register_pass("mlirc-slice-broadcasts", "Slices of broadcasts become broadcasts of slices (nothing expanded is made)")
+@register_pass(NAME, "Slices of broadcasts become broadcasts of slices (nothing expanded is made)")
 def slice_broadcasts(module: ir.Operation) -> None:
     changed = True
     while changed:  # a select is a slice then a reshape: each step exposes the next

@@ -23,8 +23,10 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import defer, nested_ops
 from mlirc.passes.registry import register_pass
+
+NAME = "mlirc-split-reductions"
 
 # (chunk, split when longer than).  A contiguous dim's chunk is 16 steps of a 32-lane
 # vector block (AVX-512 f32, unrolled 4 x 16, is 64 lanes: 8 steps); a step of any
@@ -83,13 +85,23 @@ def _splits(shape: list[int], dim: int) -> bool:
 
 
 def _long_float_sum(op: ir.Operation) -> bool:
+    """Is `op` a float sum to split?  One whose split depends on symbolic sizes is
+    marked deferred instead (False), and split once they are bound."""
     if op.name != "mlirc.reduce_sum" or not shapes.is_float(shapes.elem_of(op.results[0])):
         return False
     shape = list(shapes.shape_of(op.operands[0]))
-    if any(d is None for d in shape):
+    dims = sorted(ir.DenseI64ArrayAttr(op.attributes["dims"]))
+    if dims and None in shape[dims[0] :]:
+        # How a sum splits depends on its length and on the dims after it (a derived
+        # `?` dim, s0 - 1, may be 1): decided once the sizes are bound.
+        defer(op, NAME)
         return False
-    shape, dims = _merged(shape, sorted(ir.DenseI64ArrayAttr(op.attributes["dims"])))
-    return any(_splits(shape, d) for d in dims)
+    merged, merged_dims = _merged(shape, dims)
+    splits = any(_splits(merged, d) for d in merged_dims)
+    if splits and None in shape:  # the cascade's reshapes and slices take static shapes
+        defer(op, NAME)
+        return False
+    return splits
 
 
 def _cascade(op: ir.Operation) -> ir.Value:
@@ -105,7 +117,7 @@ def _cascade(op: ir.Operation) -> ir.Value:
     return b.reshape(x, shapes.shape_of(op.results[0]))
 
 
-@register_pass("mlirc-split-reductions", "Long floating-point sums as a cascade of short, fixed-order sums")
+@register_pass(NAME, "Long floating-point sums as a cascade of short, fixed-order sums")
 def split_reductions(module: ir.Operation) -> None:
     for op in [op for op in nested_ops(module) if _long_float_sum(op)]:
         with ir.InsertionPoint(op), op.location:

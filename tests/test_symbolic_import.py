@@ -15,7 +15,8 @@ import mlirc
 from mlirc.config import config
 from mlirc.frontend import dynamic
 
-STAGES = ("linalg", "kernels", "cpu-fusion")
+# The stages after the binding (the linalg stage runs on `?` dims: its dump is symbolic)
+STAGES = ("kernels", "cpu-fusion")
 
 
 class Block(torch.nn.Module):
@@ -61,6 +62,7 @@ def test_imported_once_and_bound_at_every_size(name):
     # every graph Dynamo made (it may guard a range of sizes, a convolution's) imported once
     assert stats.symbolic_imports == counters["stats"]["unique_graphs"], stats.summary()
     assert stats.graphs == stats.symbolic_binds == len(set(sizes)), stats.summary()
+    assert stats.symbolic_lowered == stats.symbolic_imports, stats.summary()  # linalg ran once
     assert stats.fallback_nodes == 0 and stats.failed_regions == 0, stats.summary()
 
 
@@ -75,6 +77,42 @@ def _stage_dumps(model, x, dynamic_shapes: bool, folder) -> dict[str, list[str]]
     return {
         stage: [open(p).read() for p in sorted(glob.glob(os.path.join(folder, f"*.{stage}.mlir")))] for stage in STAGES
     }
+
+
+def test_what_waits_for_sizes_is_lowered_once_they_are_bound(tmp_path):
+    """The linalg stage runs once on `?` dims; a sum whose split depends on its length
+    (softmax over a symbolic sequence, a mean over symbolic H and W) and a
+    convolution over symbolic H and W wait for the sizes and are lowered after the
+    binding.  A sum bound at a length that splits is split then (2^22 values in
+    chunks of 512)."""
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+        def forward(self, x: torch.Tensor, seq: torch.Tensor) -> tuple:
+            pooled = torch.relu(self.conv(x)).mean((2, 3))
+            return pooled, seq.softmax(-1), seq.sum(-1)
+
+    model = Net().eval()
+    counters.clear()
+    compiled = torch.compile(model, backend="mlirc", dynamic=True)
+    config.dump_dir = str(tmp_path)
+    try:
+        with torch.no_grad():
+            for n, h, w, t in ((2, 9, 7, 5), (3, 6, 11, 130), (2, 5, 5, 1 << 22)):
+                x, seq = torch.randn(n, 3, h, w), torch.rand(2, t) + 0.5
+                for actual, expected in zip(compiled(x, seq), model(x, seq), strict=True):
+                    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
+    finally:
+        config.dump_dir = None
+    stats = mlirc.stats()
+    graphs = counters["stats"]["unique_graphs"]  # Dynamo may guard a size range (a convolution's)
+    assert stats.symbolic_imports == stats.symbolic_lowered == graphs, stats.summary()
+    assert stats.symbolic_binds == 3 and stats.fallback_nodes == 0, stats.summary()
+    (long_sum,) = glob.glob(os.path.join(tmp_path, "*x4194304.kernels.mlir"))
+    assert "x512xf32>" in open(long_sum).read()  # chunks of 512
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

@@ -82,3 +82,39 @@ func.func @frozen_positions(%s0: index, %w: tensor<16xf32>, %s1: index, %x: tens
   %1 = "mlirc.add"(%0, %b) : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
   return %1 : tensor<?x?x16xf32>
 }
+
+// -----
+
+// After the linalg stage: an mlirc op left there for static sizes (deferred) takes
+// the static values that canonicalization makes, in a chain with the linalg ops
+// around it; the linalg ops that read it see its old type through a cast until
+// canonicalization folds it.  The stage then runs again (frontend/compile.py).
+// CHECK-LABEL: func.func @deferred_between_linalg_ops
+// CHECK-SAME: (%{{.*}}: tensor<4x5xf32>) -> tensor<4xf32>
+// CHECK: %[[E:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<4x5xf32>)
+// CHECK: %[[S:.*]] = "mlirc.reduce_sum"(%[[E]]) {{.*}} : (tensor<4x5xf32>) -> tensor<4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[S]] : tensor<4xf32>)
+// CHECK-NOT: ?
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#id1 = affine_map<(d0) -> (d0)>
+func.func @deferred_between_linalg_ops(%s0: index, %s1: index, %x: tensor<?x?xf32>) -> tensor<?xf32> attributes {mlirc.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d0 = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %d1 = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %ex = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = math.exp %in : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  %s = "mlirc.reduce_sum"(%ex) {dims = array<i64: 1>, keepdim = false, mlirc.deferred = "mlirc-split-reductions"} : (tensor<?x?xf32>) -> tensor<?xf32>
+  %n = tensor.dim %s, %c0 : tensor<?xf32>
+  %e1 = tensor.empty(%n) : tensor<?xf32>
+  %l = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} ins(%s : tensor<?xf32>) outs(%e1 : tensor<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = math.log %in : f32
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  return %l : tensor<?xf32>
+}

@@ -59,3 +59,32 @@ func.func @half(%a: tensor<2107xbf16>) -> tensor<bf16> attributes {mlirc.entry} 
   %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 0>, keepdim = false} : (tensor<2107xbf16>) -> tensor<bf16>
   return %0 : tensor<bf16>
 }
+
+// -----
+
+// Over a symbolic dim (or before one: a derived `?` dim may be 1), whether and how
+// a sum splits depends on the sizes: it is marked deferred and stays as it is, to
+// be split when the stage runs again on bound sizes.  A sum over a static dim with
+// a symbolic batch before it is decided now (short: unchanged, not deferred).
+// CHECK-LABEL: func.func @symbolic
+// CHECK: "mlirc.reduce_sum"(%arg0) {dims = array<i64: 1>, keepdim = false, mlirc.deferred = "mlirc-split-reductions"} : (tensor<4x?xf32>) -> tensor<4xf32>
+// CHECK: "mlirc.reduce_sum"(%arg1) {dims = array<i64: 0>, keepdim = false, mlirc.deferred = "mlirc-split-reductions"} : (tensor<5000x?xf32>) -> tensor<?xf32>
+// CHECK: "mlirc.reduce_sum"(%arg2) {dims = array<i64: 1>, keepdim = false} : (tensor<?x256xf32>) -> tensor<?xf32>
+func.func @symbolic(%a: tensor<4x?xf32>, %b: tensor<5000x?xf32>, %c: tensor<?x256xf32>, %n: index, %m: index)
+    -> (tensor<4xf32>, tensor<?xf32>, tensor<?xf32>) attributes {mlirc.entry} {
+  %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 1>, keepdim = false} : (tensor<4x?xf32>) -> tensor<4xf32>
+  %1 = "mlirc.reduce_sum"(%b) {dims = array<i64: 0>, keepdim = false} : (tensor<5000x?xf32>) -> tensor<?xf32>
+  %2 = "mlirc.reduce_sum"(%c) {dims = array<i64: 1>, keepdim = false} : (tensor<?x256xf32>) -> tensor<?xf32>
+  return %0, %1, %2 : tensor<4xf32>, tensor<?xf32>, tensor<?xf32>
+}
+
+// -----
+
+// A long sum over a static dim, with a symbolic dim before it: the split's reshapes
+// and slices take static shapes, so it waits for the sizes too.
+// CHECK-LABEL: func.func @long_after_symbolic
+// CHECK: "mlirc.reduce_sum"(%arg0) {dims = array<i64: 1>, keepdim = false, mlirc.deferred = "mlirc-split-reductions"} : (tensor<?x5000xf32>) -> tensor<?xf32>
+func.func @long_after_symbolic(%a: tensor<?x5000xf32>) -> tensor<?xf32> attributes {mlirc.entry} {
+  %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 1>, keepdim = false} : (tensor<?x5000xf32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
