@@ -316,7 +316,7 @@ class SymbolicRegion:
         module = ir.Module.parse(self.stage_ir[self.bound_after], self.context)
         with module.context:
             pipeline = [format_element("mlirc-bind-sizes", bind_sizes.BindSizesOptions(sizes))]
-            pipeline += AFTER_BINDING[self.bound_after]
+            pipeline += [configured(stage, self.options) for stage in AFTER_BINDING[self.bound_after]]
             _step("mlirc-bind-sizes", lambda: run_passes(module, pipeline, stage="mlirc-bind-sizes"))
             if eager is not None:
                 entry = bind_sizes.entry_function(module.operation)

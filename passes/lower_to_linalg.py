@@ -8,7 +8,7 @@ materialized), so upstream elementwise fusion sees one generic per op.
 Bool tensors become i8 tensors (torch's storage) at this stage.
 
 Ops that wait for static sizes (marked deferred by an earlier pass, or a window op
-over symbolic spatial dims) stay mlirc ops while they have `?` dims; run again once
+of symbolic shape) stay mlirc ops while they have `?` dims; run again once
 the sizes are bound, the pass lowers them among the linalg ops around them.
 """
 
@@ -24,7 +24,7 @@ from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
 from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.passes import linalg_emit as le
 from mlirc.passes import lower_to_linalg_structured  # noqa: F401  (registers reductions, matmul, conv, pool)
-from mlirc.passes.ir_utils import defer, is_deferred
+from mlirc.passes.ir_utils import defer, has_symbolic_sizes, is_deferred
 from mlirc.passes.linalg_emit import PATTERNS, MlircOp, pattern
 from mlirc.passes.registry import register_pass
 from mlirc.passes.scalar_math import convert_scalar, scalar_body
@@ -223,14 +223,25 @@ def _mlirc_ops(fn: func.FuncOp) -> list[ir.Operation]:
     return ops
 
 
-# Lowerings that compute on static sizes: a padded window's spatial dims.
-STATIC_SPATIAL = frozenset({"mlirc.conv2d", "mlirc.max_pool2d"})
+def _concat_along_symbolic(op: ir.Operation) -> bool:
+    dim = ir.IntegerAttr(op.attributes["dim"]).value
+    return any(shapes.shape_of(v)[dim] is None for v in _tensors(op))
+
+
+# Lowerings that compute on static sizes, and when they need them: a padded window's
+# input is sized statically; a concatenation's pieces start at static offsets.
+NEEDS_STATIC_SIZES: dict[str, Callable[[ir.Operation], bool]] = {
+    "mlirc.conv2d": has_symbolic_sizes,
+    "mlirc.max_pool2d": has_symbolic_sizes,
+    "mlirc.concat": _concat_along_symbolic,
+}
 
 
 def _waits_for_sizes(op: ir.Operation) -> bool:
-    """Is `op` left for when the sizes are bound: deferred by an earlier pass, or a
-    window op over symbolic spatial dims?"""
-    if op.name in STATIC_SPATIAL and any(None in shapes.shape_of(v)[2:] for v in [*_tensors(op), op.results[0]]):
+    """Is `op` left for when the sizes are bound: deferred by an earlier pass, or one
+    whose lowering needs static sizes it does not have?"""
+    needs_static = NEEDS_STATIC_SIZES.get(op.name)
+    if needs_static is not None and needs_static(op):
         defer(op, NAME)
     return is_deferred(op)
 

@@ -23,7 +23,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import shapes
-from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
+from mlirc.dialects.attributes import DEFERRED_ATTR, KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
 from mlirc.passes.ir_utils import entry_functions
 from mlirc.passes.registry import register_pass
 
@@ -49,7 +49,8 @@ def _outline(entry: func.FuncOp, op: ir.Operation, name: str) -> None:
         kernel = func.FuncOp(name, ([v.type for v in operands], [r.type for r in op.results]))
     kernel.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
     kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get(LIBRARY_OPS[op.name])
-    kernel.attributes[LIBRARY_ARGS_ATTR] = ir.DictAttr.get({name: op.attributes[name] for name in op.attributes})
+    args = {name: op.attributes[name] for name in op.attributes if name != DEFERRED_ATTR}
+    kernel.attributes[LIBRARY_ARGS_ATTR] = ir.DictAttr.get(args)
     block = kernel.add_entry_block()
     clone = op.clone(ir.InsertionPoint(block))
     for i, arg in enumerate(block.arguments):

@@ -125,7 +125,8 @@ GPU = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-n
 # waited for static sizes: mlirc ops left deferred (a sum whose split depends on its
 # length), slices whose sizes were operands (they fold into their readers' maps once
 # the sizes are constants).  Its passes do nothing to what they have done already.
-AFTER_BINDING: dict[str, list[str]] = {"mlirc": [], "linalg": LINALG}
+# Stage names: the driver runs them configured, with the compile's pass options.
+AFTER_BINDING: dict[str, list[str]] = {"mlirc": [], "linalg": ["linalg"]}
 
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,

@@ -30,10 +30,18 @@ def _broadcast_operand(op: ir.Operation) -> ir.Operation | None:
         return None
     values = [owner.operation.operands[0], *op.operands, op.results[0]]
     if any(None in shapes.shape_of(v) for v in values if isinstance(v.type, ir.RankedTensorType)):
-        defer(op, NAME)
         defer(owner.operation, NAME)
+        _defer_chain(op)
         return None
     return owner.operation
+
+
+def _defer_chain(op: ir.Operation) -> None:
+    """`op` and the slices and reshapes that read it: each rewrite exposes the next."""
+    defer(op, NAME)
+    for use in op.results[0].uses:
+        if use.owner.name in ("mlirc.slice", "mlirc.reshape"):
+            _defer_chain(use.owner)
 
 
 def _slice_of_broadcast(op: ir.Operation) -> ir.Operation | None:

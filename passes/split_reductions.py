@@ -91,17 +91,27 @@ def _long_float_sum(op: ir.Operation) -> bool:
         return False
     shape = list(shapes.shape_of(op.operands[0]))
     dims = sorted(ir.DenseI64ArrayAttr(op.attributes["dims"]))
+    # How a sum splits depends on its length and on the dims after it (a derived `?`
+    # dim, s0 - 1, may be 1), and the cascade's reshapes and slices take static
+    # shapes: decided once the sizes are bound.
     if dims and None in shape[dims[0] :]:
-        # How a sum splits depends on its length and on the dims after it (a derived
-        # `?` dim, s0 - 1, may be 1): decided once the sizes are bound.
-        defer(op, NAME)
+        _defer_with_broadcast(op)
         return False
     merged, merged_dims = _merged(shape, dims)
     splits = any(_splits(merged, d) for d in merged_dims)
-    if splits and None in shape:  # the cascade's reshapes and slices take static shapes
-        defer(op, NAME)
+    if splits and None in shape:
+        _defer_with_broadcast(op)
         return False
     return splits
+
+
+def _defer_with_broadcast(op: ir.Operation) -> None:
+    """A broadcast that the sum reads waits too: the cascade's slices of it become
+    broadcasts of slices (mlirc-slice-broadcasts), not slices of a materialized one."""
+    defer(op, NAME)
+    owner = op.operands[0].owner
+    if not isinstance(owner, ir.Block) and owner.operation.name == "mlirc.broadcast":
+        defer(owner.operation, NAME)
 
 
 def _cascade(op: ir.Operation) -> ir.Value:

@@ -557,6 +557,8 @@ def main() -> int:
         f"\n{report.graphs} graphs on {args.device} (seed {args.seed}) in {time.monotonic() - started:.0f} s:"
         f" {len(report.failures)} mismatches"
     )
+    if args.dynamic:  # which path the symbolic graphs took (frontend/compile.py SymbolicRegion)
+        print(mlirc.stats().summary().splitlines()[0])
     return 1 if report.failures else 0
 
 

@@ -252,3 +252,35 @@ def test_a_static_transposed_argument_beside_a_symbolic_one():
         torch.testing.assert_close(compiled(x, w), fn(x, w))
     stats = mlirc.stats()
     assert stats.symbolic_imports == 1 and stats.symbolic_binds == 3, stats.summary()
+
+
+def _bound_at_every_size(fn, calls, dynamic=True, marks=()) -> None:
+    torch._dynamo.reset()
+    mlirc.reset_stats()
+    counters.clear()
+    compiled = torch.compile(fn, backend="mlirc", dynamic=dynamic)
+    with torch.no_grad():
+        for args in calls:
+            for i, d in marks:
+                torch._dynamo.mark_dynamic(args[i], d)
+            torch.testing.assert_close(compiled(*args), fn(*args), rtol=1e-5, atol=1e-5)
+    stats = mlirc.stats()
+    graphs = counters["stats"]["unique_graphs"]
+    assert stats.symbolic_imports == stats.symbolic_lowered == graphs, stats.summary()
+    assert stats.symbolic_binds == len(calls) and stats.fallback_nodes == 0, stats.summary()
+
+
+def test_linalg_on_symbolic_sizes_from_a_review(monkeypatch):
+    """Cases a review found taking the per-size path or failing to bind: a convolution
+    whose weight is a graph argument (its window size is known only once the weight
+    is bound), a concatenation along a symbolic dim, a padded convolution and a max
+    pool with only the batch symbolic, and generated convolutions (MLIRC_LIBRARY_GEMM=0:
+    the second linalg run takes the compile's pass options)."""
+    conv = lambda x, w: (F.conv2d(x, w, padding=1) + 1).sum((2, 3))  # noqa: E731
+    _bound_at_every_size(conv, [(torch.randn(2, 3, h, 30), torch.randn(4, 3, 3, 3)) for h in (8, 9, 10)])
+    cat = lambda x, y: torch.cat([x, y], 0).softmax(-1)  # noqa: E731
+    _bound_at_every_size(cat, [(torch.randn(n, 5), torch.randn(n + 1, 5)) for n in (3, 4, 6)])
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.MaxPool2d(2)).eval()
+    _bound_at_every_size(net, [(torch.randn(b, 3, 8, 8),) for b in (2, 3, 5)], dynamic=None, marks=[(0, 0)])
+    monkeypatch.setattr(config, "library_gemm", False)
+    _bound_at_every_size(net, [(torch.randn(2, 3, h, 7),) for h in (9, 6, 12)])

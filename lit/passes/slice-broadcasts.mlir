@@ -32,12 +32,15 @@ func.func @select(%b: tensor<1x1x500xf32>) -> tensor<4x5xf32> attributes {mlirc.
 // -----
 
 // Of symbolic shape, which dims a broadcast repeats can change with the sizes: the
-// slice and the broadcast wait for them (deferred), untouched.
+// slice, the broadcast and the reshape of the slice (a broadcast's too, once the
+// slice is rewritten) wait for them (deferred), untouched.
 // CHECK-LABEL: func.func @symbolic
 // CHECK: %[[B:.*]] = "mlirc.broadcast"(%arg0, %arg1) {mlirc.deferred = "mlirc-slice-broadcasts"}
-// CHECK: "mlirc.slice"(%[[B]], %arg2) {mlirc.deferred = "mlirc-slice-broadcasts", starts = array<i64: 0, 0>, steps = array<i64: 1, 1>}
-func.func @symbolic(%b: tensor<?x1xf32>, %n: index, %m: index) -> tensor<?x7xf32> attributes {mlirc.entry} {
+// CHECK: %[[S:.*]] = "mlirc.slice"(%[[B]], %arg2) {mlirc.deferred = "mlirc-slice-broadcasts", starts = array<i64: 0, 0>, steps = array<i64: 1, 1>}
+// CHECK: "mlirc.reshape"(%[[S]], %arg2) {mlirc.deferred = "mlirc-slice-broadcasts"}
+func.func @symbolic(%b: tensor<?x1xf32>, %n: index, %m: index) -> tensor<?x7x1xf32> attributes {mlirc.entry} {
   %0 = "mlirc.broadcast"(%b, %n) : (tensor<?x1xf32>, index) -> tensor<?x5000xf32>
   %1 = "mlirc.slice"(%0, %m) {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : (tensor<?x5000xf32>, index) -> tensor<?x7xf32>
-  return %1 : tensor<?x7xf32>
+  %2 = "mlirc.reshape"(%1, %m) : (tensor<?x7xf32>, index) -> tensor<?x7x1xf32>
+  return %2 : tensor<?x7x1xf32>
 }

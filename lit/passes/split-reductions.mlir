@@ -88,3 +88,17 @@ func.func @long_after_symbolic(%a: tensor<?x5000xf32>) -> tensor<?xf32> attribut
   %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 1>, keepdim = false} : (tensor<?x5000xf32>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+// A deferred sum of a broadcast defers the broadcast too: once the sizes are bound,
+// the cascade's slices of it become broadcasts of slices (mlirc-slice-broadcasts),
+// as they do in a static graph, not slices of a materialized broadcast.
+// CHECK-LABEL: func.func @of_broadcast
+// CHECK: "mlirc.broadcast"(%arg0, %arg1) {mlirc.deferred = "mlirc-split-reductions"}
+// CHECK: "mlirc.reduce_sum"({{.*}}mlirc.deferred = "mlirc-split-reductions"
+func.func @of_broadcast(%a: tensor<4x1x?xf32>, %n: index) -> tensor<4x?xf32> attributes {mlirc.entry} {
+  %0 = "mlirc.broadcast"(%a, %n) : (tensor<4x1x?xf32>, index) -> tensor<4x3000x?xf32>
+  %1 = "mlirc.reduce_sum"(%0) {dims = array<i64: 1>, keepdim = false} : (tensor<4x3000x?xf32>) -> tensor<4x?xf32>
+  return %1 : tensor<4x?xf32>
+}
