@@ -16,6 +16,9 @@ it returns.  A module that is not static afterwards is an error.
 from __future__ import annotations
 
 import itertools
+import math
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir, passmanager
@@ -109,6 +112,95 @@ def _constant(value: ir.Value) -> int | None:
     return ir.IntegerAttr(owner.operation.attributes["value"]).value
 
 
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+# index arithmetic on sizes (what the importer and the linalg lowering make of them)
+_INDEX_OPS: dict[str, Callable[[int, int], int]] = {
+    "arith.addi": operator.add,
+    "arith.subi": operator.sub,
+    "arith.muli": operator.mul,
+    "arith.floordivsi": operator.floordiv,
+    "arith.divsi": _trunc_div,
+    "arith.ceildivsi": lambda a, b: -(-a // b),
+    "arith.remsi": lambda a, b: a - _trunc_div(a, b) * b,
+    "arith.maxsi": max,
+    "arith.minsi": min,
+}
+
+
+def _known_index(value: ir.Value) -> int | None:
+    """The value of an `index` size at these sizes, where the ops that compute it
+    say (constants, tensor.dim of a tensor whose shape is known, arithmetic)."""
+    constant = _constant(value)
+    if constant is not None or isinstance(value.owner, ir.Block):
+        return constant
+    op = value.owner.operation
+    if op.name == "tensor.dim":
+        dim, shape = _known_index(op.operands[1]), _known_shape(op.operands[0])
+        return None if dim is None or shape is None else shape[dim]
+    combine = _INDEX_OPS.get(op.name)
+    if combine is None:
+        return None
+    a, b = (_known_index(v) for v in op.operands)
+    if a is None or b is None or (b == 0 and ("div" in op.name or "rem" in op.name)):
+        return None
+    return combine(a, b)
+
+
+def _known_shape(value: ir.Value) -> list[int] | None:
+    """The static shape `value` has at these sizes, read off the ops that make it (a
+    cast's source, tensor.empty's sizes, a linalg op's init, reshapes) before
+    canonicalization has made its type static, or None.  Through it, an mlirc op left
+    deferred after linalg ops whose types are still `?` takes its static type in
+    the same sweep, not one canonicalization round per op in a chain."""
+    t = ir.RankedTensorType(value.type)
+    if t.has_static_shape:
+        return list(t.shape)
+    if isinstance(value.owner, ir.Block):
+        return None
+    op = value.owner.operation
+    if op.name == "tensor.cast":
+        return _known_shape(op.operands[0])
+    if op.name.startswith("linalg.") and op.results:  # destination style: a result is its init's shape
+        inits = list(op.operands)[len(op.operands) - len(op.results) :]
+        return _known_shape(inits[ir.OpResult(value).result_number])
+    if op.name == "tensor.empty":
+        sizes = iter(op.operands)
+        dims = [_known_index(next(sizes)) if t.is_dynamic_dim(d) else t.shape[d] for d in range(t.rank)]
+        return None if None in dims else dims  # type: ignore[return-value]
+    if op.name == "tensor.expand_shape":
+        static = list(ir.DenseI64ArrayAttr(op.attributes["static_output_shape"]))
+        sizes = iter(list(op.operands)[1:])
+        dims = [_known_index(next(sizes)) if d == ir.ShapedType.get_dynamic_size() else d for d in static]
+        return None if None in dims else dims  # type: ignore[return-value]
+    if op.name == "tensor.collapse_shape":
+        source = _known_shape(op.operands[0])
+        if source is None:
+            return None
+        groups = [[ir.IntegerAttr(i).value for i in g] for g in ir.ArrayAttr(op.attributes["reassociation"])]
+        return [math.prod(source[i] for i in group) for group in groups]
+    return None
+
+
+def _static_operands(op: ir.Operation) -> bool:
+    """Give `op` each `?` operand whose shape is known as a cast to its static type."""
+    changed = False
+    for i, value in enumerate(list(op.operands)):
+        if not isinstance(value.type, ir.RankedTensorType) or ir.RankedTensorType(value.type).has_static_shape:
+            continue
+        shape = _known_shape(value)
+        if shape is None:
+            continue
+        with ir.InsertionPoint(op), op.location:
+            cast = tensor.CastOp(ir.RankedTensorType.get(shape, ir.RankedTensorType(value.type).element_type), value)
+        op.operands[i] = cast.result
+        changed = True
+    return changed
+
+
 def _retype_mlirc_ops(fn: func.FuncOp) -> bool:
     """The mlirc ops' `?` result dims as the static sizes their operands now give
     (dialects/dims.py), in order; a sized op's sizes, constants by now, leave it.
@@ -128,6 +220,7 @@ def _retype_mlirc_ops(fn: func.FuncOp) -> bool:
             if source is not None:
                 op.operands[i] = source
                 changed = True
+        changed |= _static_operands(op)
         result = ir.RankedTensorType(op.results[0].type)
         if op.name == "mlirc.from_size":
             changed |= _fold_from_size(op)

@@ -31,9 +31,10 @@ def has_symbolic_sizes(op: ir.Operation) -> bool:
 
 def defer(op: ir.Operation, pass_name: str) -> None:
     """Leave mlirc op `op` for when its sizes are bound (frontend/compile.py
-    SymbolicRegion runs the stage again then): mlirc-lower-to-linalg keeps it as long
-    as it has `?` dims.  An op on booleans cannot wait (the lowering gives booleans
-    their i8 storage type around it): its sizes are bound before the stage instead."""
+    SymbolicRegion runs the stage again then): mlirc-lower-to-linalg keeps it while it
+    is marked, and `pass_name` takes its mark off (`resume_deferred`) once it is
+    static.  An op on booleans cannot wait (the lowering gives booleans their i8
+    storage type around it): its sizes are bound before the stage instead."""
     values = [*op.operands, *op.results]
     if any(
         isinstance(v.type, ir.RankedTensorType)
@@ -41,11 +42,21 @@ def defer(op: ir.Operation, pass_name: str) -> None:
         for v in values
     ):
         raise StaticSizesNeeded(pass_name, f"{op.name} on booleans of symbolic shape")
-    op.attributes[DEFERRED_ATTR] = ir.StringAttr.get(pass_name)
+    if DEFERRED_ATTR not in op.attributes:  # the first pass to defer it takes the mark off
+        op.attributes[DEFERRED_ATTR] = ir.StringAttr.get(pass_name)
 
 
 def is_deferred(op: ir.Operation) -> bool:
-    return DEFERRED_ATTR in op.attributes and has_symbolic_sizes(op)
+    return DEFERRED_ATTR in op.attributes
+
+
+def resume_deferred(module: ir.Operation, pass_name: str) -> None:
+    """Take `pass_name`'s marks off the ops that are static now (the stage's second
+    run, on bound sizes): the pass then decides on them as on any other op."""
+    for op in nested_ops(module):
+        mark = op.attributes[DEFERRED_ATTR] if DEFERRED_ATTR in op.attributes else None
+        if mark is not None and ir.StringAttr(mark).value == pass_name and not has_symbolic_sizes(op):
+            del op.attributes[DEFERRED_ATTR]
 
 
 def remap_operands(op: ir.Operation, mapping: dict) -> None:

@@ -8,8 +8,9 @@ materialized), so upstream elementwise fusion sees one generic per op.
 Bool tensors become i8 tensors (torch's storage) at this stage.
 
 Ops that wait for static sizes (marked deferred by an earlier pass, or a window op
-of symbolic shape) stay mlirc ops while they have `?` dims; run again once
-the sizes are bound, the pass lowers them among the linalg ops around them.
+of symbolic shape) stay mlirc ops while they are marked; run again once the sizes
+are bound (and the marks are off), the pass lowers them among the linalg ops around
+them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
 from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.passes import linalg_emit as le
 from mlirc.passes import lower_to_linalg_structured  # noqa: F401  (registers reductions, matmul, conv, pool)
-from mlirc.passes.ir_utils import defer, has_symbolic_sizes, is_deferred
+from mlirc.passes.ir_utils import defer, has_symbolic_sizes, is_deferred, resume_deferred
 from mlirc.passes.linalg_emit import PATTERNS, MlircOp, pattern
 from mlirc.passes.registry import register_pass
 from mlirc.passes.scalar_math import convert_scalar, scalar_body
@@ -258,6 +259,7 @@ def _empty_result(logical_type: ir.Type) -> ir.Value:
 
 @register_pass(NAME, "Lower mlirc dialect ops to linalg/tensor/arith/math on tensors")
 def lower_to_linalg(module: ir.Operation) -> None:
+    resume_deferred(module, NAME)
     target = target_of(module)
     for fn_op in module.regions[0].blocks[0].operations:
         if not isinstance(fn_op, func.FuncOp) or fn_op.is_external:

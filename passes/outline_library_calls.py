@@ -17,6 +17,7 @@ fuse with their epilogues and are generated.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from mlir import ir
@@ -24,7 +25,7 @@ from mlir.dialects import func
 
 from mlirc.dialects import shapes
 from mlirc.dialects.attributes import DEFERRED_ATTR, KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
-from mlirc.passes.ir_utils import entry_functions
+from mlirc.passes.ir_utils import defer, entry_functions, has_symbolic_sizes, resume_deferred
 from mlirc.passes.registry import register_pass
 
 LIBRARY_TYPES = (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)
@@ -69,19 +70,29 @@ class OutlineLibraryCallsOptions:
     library_gemm: bool = True  # off: GEMMs and convolutions are generated code
 
 
+NAME = "mlirc-outline-library-calls"
+
+
 @register_pass(
-    "mlirc-outline-library-calls",
+    NAME,
     "Outline floating-point GEMMs and convolutions as torch library kernels",
     OutlineLibraryCallsOptions,
 )
 def outline_library_calls(module: ir.Operation, options: OutlineLibraryCallsOptions) -> None:
     if not options.library_gemm:
         return
+    resume_deferred(module, NAME)
     body = module.regions[0].blocks[0]
-    entries = entry_functions(body)
-    count = 0
-    for entry in entries:
-        for op in [o.operation for o in entry.entry_block.operations]:
-            if _library_eligible(op):
-                _outline(entry, op, f"library_{count}")
-                count += 1
+    taken = {op.sym_name.value for op in body.operations if isinstance(op, func.FuncOp)}
+    names = (f"library_{k}" for k in itertools.count() if f"library_{k}" not in taken)
+    for entry in entry_functions(body):
+        eligible = [o.operation for o in entry.entry_block.operations if _library_eligible(o.operation)]
+        if any(has_symbolic_sizes(op) for op in eligible):
+            # Outlined all together once the sizes are bound, in order: the kernels
+            # take the names a static graph's do, and no call waits on another's
+            # result type while the sizes are bound.
+            for op in eligible:
+                defer(op, NAME)
+            continue
+        for op in eligible:
+            _outline(entry, op, next(names))

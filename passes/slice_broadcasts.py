@@ -13,7 +13,7 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.passes.ir_utils import defer, nested_ops
+from mlirc.passes.ir_utils import defer, nested_ops, resume_deferred
 from mlirc.passes.linalg_emit import reassociation
 from mlirc.passes.registry import register_pass
 
@@ -122,6 +122,7 @@ PATTERNS = ((_slice_of_broadcast, _rewrite), (_reshape_of_broadcast, _reshape_th
 
 @register_pass(NAME, "Slices of broadcasts become broadcasts of slices (nothing expanded is made)")
 def slice_broadcasts(module: ir.Operation) -> None:
+    resume_deferred(module, NAME)
     changed = True
     while changed:  # a select is a slice then a reshape: each step exposes the next
         changed = False

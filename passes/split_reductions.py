@@ -23,7 +23,7 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.passes.ir_utils import defer, nested_ops
+from mlirc.passes.ir_utils import defer, nested_ops, resume_deferred
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-split-reductions"
@@ -129,6 +129,7 @@ def _cascade(op: ir.Operation) -> ir.Value:
 
 @register_pass(NAME, "Long floating-point sums as a cascade of short, fixed-order sums")
 def split_reductions(module: ir.Operation) -> None:
+    resume_deferred(module, NAME)
     for op in [op for op in nested_ops(module) if _long_float_sum(op)]:
         with ir.InsertionPoint(op), op.location:
             total = _cascade(op)

@@ -284,3 +284,35 @@ def test_linalg_on_symbolic_sizes_from_a_review(monkeypatch):
     _bound_at_every_size(net, [(torch.randn(b, 3, 8, 8),) for b in (2, 3, 5)], dynamic=None, marks=[(0, 0)])
     monkeypatch.setattr(config, "library_gemm", False)
     _bound_at_every_size(net, [(torch.randn(2, 3, h, 7),) for h in (9, 6, 12)])
+
+
+def test_a_long_chain_of_deferred_ops_binds():
+    """80 sums over a symbolic dim, each feeding the next through a linalg op: binding
+    reads each deferred op's operand shape off the ops that make it, so the chain
+    takes static types in one sweep (one canonicalization round per link took 80
+    rounds, past the binding's limit)."""
+    from mlir import ir
+
+    from mlirc.dialects import make_context
+    from mlirc.passes.registry import run_passes
+
+    lines = ["func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.entry} {"]
+    value = "%x"
+    for i in range(80):
+        lines.append(
+            f'  %s{i} = "mlirc.reduce_sum"({value}) {{dims = array<i64: 1>, keepdim = true}}'
+            " : (tensor<?x?xf32>) -> tensor<?x1xf32>"
+        )
+        # the difference's rows are counted from the sum's (dialects/dims.py): a chain of sizes
+        lines.append(f'  %a{i} = "mlirc.sub"(%s{i}, {value}) : (tensor<?x1xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>')
+        value = f"%a{i}"
+    lines += [f"  return {value} : tensor<?x?xf32>", "}"]
+    context = make_context()
+    module = ir.Module.parse("\n".join(lines), context)
+    with context:
+        run_passes(module, ["mlirc-stage-linalg"])
+        assert '"mlirc.reduce_sum"' in str(module)  # deferred: their split depends on the length
+        run_passes(module, ["mlirc-bind-sizes{sizes=3,5000}", "mlirc-stage-linalg"])
+    text = str(module)
+    assert "?" not in text and '"mlirc.' not in text
+    assert "x512xf32>" in text  # each 5000-long sum split into chunks of 512

@@ -1,4 +1,4 @@
-// RUN: mlirc-opt %s -p mlirc-outline-library-calls | FileCheck %s
+// RUN: mlirc-opt %s --split-input-file -p mlirc-outline-library-calls | FileCheck %s
 
 // f32/f64 GEMMs and convolutions are outlined into library kernels that carry the
 // op's attributes; the entry calls them, so elementwise fusion cannot reach them.
@@ -29,4 +29,20 @@ func.func @main(%a: tensor<4x16xf32>, %b: tensor<16x8xf32>, %ia: tensor<4x16xi64
   %3 = "mlirc.conv2d"(%x, %w) {stride = array<i64: 2, 2>, padding = array<i64: 1, 0>, dilation = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x9x9xf64>, tensor<6x2x3x3xf64>) -> tensor<1x6x5x4xf64>
   %4 = "mlirc.batch_matmul"(%s, %s) : (tensor<2x5x5xf32>, tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
   return %1, %2, %3, %4 : tensor<4x8xf32>, tensor<4x8xi64>, tensor<1x6x5x4xf64>, tensor<2x5x5xf32>
+}
+
+// -----
+
+// Where one of an entry's GEMMs is of symbolic shape, all of them wait for the sizes
+// (deferred) and are outlined together, in order, when the stage runs again on
+// bound sizes: the kernels take the names a static graph's take, and no call's
+// result type waits on another's while the sizes are bound.
+// CHECK-LABEL: func.func @symbolic
+// CHECK-NOT: call
+// CHECK: "mlirc.matmul"(%arg0, %arg1) {mlirc.deferred = "mlirc-outline-library-calls"} : (tensor<?x16xf32>, tensor<16x8xf32>)
+// CHECK: "mlirc.matmul"(%arg1, %arg2) {mlirc.deferred = "mlirc-outline-library-calls"} : (tensor<16x8xf32>, tensor<8x4xf32>)
+func.func @symbolic(%a: tensor<?x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x4xf32>) -> (tensor<?x8xf32>, tensor<16x4xf32>) attributes {mlirc.entry} {
+  %0 = "mlirc.matmul"(%a, %b) : (tensor<?x16xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+  %1 = "mlirc.matmul"(%b, %c) : (tensor<16x8xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
+  return %0, %1 : tensor<?x8xf32>, tensor<16x4xf32>
 }
