@@ -79,9 +79,9 @@ NAME = "mlirc-outline-library-calls"
     OutlineLibraryCallsOptions,
 )
 def outline_library_calls(module: ir.Operation, options: OutlineLibraryCallsOptions) -> None:
+    resume_deferred(module, NAME)  # bound since: outlined now, or lowered as generated code
     if not options.library_gemm:
         return
-    resume_deferred(module, NAME)
     body = module.regions[0].blocks[0]
     taken = {op.sym_name.value for op in body.operations if isinstance(op, func.FuncOp)}
     names = (f"library_{k}" for k in itertools.count() if f"library_{k}" not in taken)

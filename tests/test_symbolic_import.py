@@ -316,3 +316,29 @@ def test_a_long_chain_of_deferred_ops_binds():
     text = str(module)
     assert "?" not in text and '"mlirc.' not in text
     assert "x512xf32>" in text  # each 5000-long sum split into chunks of 512
+
+
+def test_deferred_library_calls_bound_then_generated():
+    """GEMMs deferred for library calls (one of symbolic shape, one static beside it),
+    bound, then run through a linalg stage that generates GEMMs (library-gemm=0, as
+    mlirc-opt may be told): the marks come off and every GEMM is lowered."""
+    from mlir import ir
+
+    from mlirc.dialects import make_context
+    from mlirc.passes.registry import run_passes
+
+    text = """
+    func.func @main(%a: tensor<?x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x8xf32>) -> tensor<?x8xf32>
+        attributes {mlirc.entry} {
+      %0 = "mlirc.matmul"(%a, %b) : (tensor<?x16xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+      %1 = "mlirc.matmul"(%c, %c) : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+      %2 = "mlirc.matmul"(%0, %1) : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+      return %2 : tensor<?x8xf32>
+    }"""
+    context = make_context()
+    module = ir.Module.parse(text, context)
+    with context:
+        run_passes(module, ["mlirc-stage-linalg"])
+        assert str(module).count("mlirc.deferred") == 3
+        run_passes(module, ["mlirc-bind-sizes{sizes=5}", "mlirc-stage-linalg{library-gemm=0}"])
+    assert '"mlirc.' not in str(module) and str(module).count("linalg.matmul") == 3
