@@ -33,5 +33,6 @@ class PipelineError(MlircError):
 
 
 class StaticSizesNeeded(PipelineError):
-    """A pass met a symbolic (`?`) size it must know to decide (a reduction's split,
-    a slice of a broadcast): the caller binds the sizes before that pass instead."""
+    """A pass met a symbolic (`?`) size it must know to decide, on an op that cannot
+    wait for the binding (passes/ir_utils.py defer): the caller binds the sizes
+    before that pass instead."""

@@ -24,7 +24,7 @@ from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
 from mlirc.dialects import layouts, make_context, shapes
 from mlirc.dialects.attributes import PREPARE_ATTR, RESULT_EAGER_ATTR, RESULT_LAYOUTS_ATTR
-from mlirc.errors import MlircError, PipelineError, StaticSizesNeeded
+from mlirc.errors import MlircError, PipelineError
 from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
 from mlirc.frontend.stats import stats
@@ -115,8 +115,7 @@ def _run_stage(
     try:
         run_passes(module, [pipeline], stage=f"mlirc-stage-{stage}")
     except PipelineError as err:
-        message = str(err).split(": ", 1)[-1]
-        raise type(err)(err.pass_name, message, _repro(before, name, pipeline)) from err
+        raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, pipeline)) from err
     if keep_text or config.dump_dir:
         stage_ir[stage] = str(module)
         _dump(name, stage, stage_ir[stage])
@@ -281,12 +280,13 @@ class SymbolicRegion:
     (frontend/dynamic.py no_new_guards) raises here, and the caller compiles that
     graph per size from its FX graph instead.
 
-    The linalg stage runs once, on `?` dims, unless one of its passes must know a
-    size to decide (StaticSizesNeeded: a sum over a symbolic dim, whose split
-    depends on its length) or cannot lower a `?` dim yet (a convolution's padded
-    spatial dims): then the sizes are bound right after import.  Each later stage
-    that compiles `?` dims moves the binding after it, towards kernels that take
-    their sizes at run time."""
+    The linalg stage runs once, on `?` dims: what its passes must know a size to
+    decide (a sum's split, a convolution's padded input) waits as a deferred mlirc
+    op (passes/ir_utils.py defer), and the stage runs again after the binding.  Where
+    an op cannot wait (StaticSizesNeeded: one on booleans) or the stage fails on a
+    `?` dim, the sizes are bound right after import.  Each later stage that compiles
+    `?` dims moves the binding after it, towards kernels that take their sizes at
+    run time."""
 
     def __init__(self, gm: fx.GraphModule, device: torch.device, options: PassOptions | None = None) -> None:
         self.gm, self.device = gm, device
@@ -301,8 +301,7 @@ class SymbolicRegion:
                 _run_stage(module, "linalg", self.name, self.stage_ir, self.options, self.stage_ir["mlirc"])
                 self.bound_after = "linalg"
             except MlircError as err:
-                reason = "needs" if isinstance(err, StaticSizesNeeded) else "failed on"
-                log.debug("%s: the linalg stage %s symbolic sizes, bound after import: %s", self.name, reason, err)
+                log.debug("%s: the linalg stage on symbolic sizes failed, bound after import: %s", self.name, err)
         stats().symbolic_lowered += self.bound_after == "linalg"
 
     def sizes(self, args: list) -> tuple[int, ...]:

@@ -30,7 +30,9 @@ from mlirc.errors import PipelineError, UnsupportedOpError
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-bind-sizes"
-_MAX_ROUNDS = 64  # each round reaches one more level of calls, or of deferred mlirc ops in a chain
+# Each round reaches one more level of calls (mlirc's nest at most two); deferred mlirc ops
+# in a chain take their types in one sweep (_known_shape), but for what it cannot read.
+_MAX_ROUNDS = 64
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,14 @@ def is_deferred(op: ir.Operation) -> bool:
 
 def resume_deferred(module: ir.Operation, pass_name: str) -> None:
     """Take `pass_name`'s marks off the ops that are static now (the stage's second
-    run, on bound sizes): the pass then decides on them as on any other op."""
-    for op in nested_ops(module):
+    run, on bound sizes): the pass then decides on them as on any other op.  Marks
+    are on mlirc ops, which lie in functions' bodies, not inside other ops."""
+    bodies = [
+        f.entry_block
+        for f in module.regions[0].blocks[0].operations
+        if isinstance(f, func.FuncOp) and not f.is_external
+    ]
+    for op in (o.operation for body in bodies for o in body.operations):
         mark = op.attributes[DEFERRED_ATTR] if DEFERRED_ATTR in op.attributes else None
         if mark is not None and ir.StringAttr(mark).value == pass_name and not has_symbolic_sizes(op):
             del op.attributes[DEFERRED_ATTR]

@@ -193,20 +193,17 @@ def _python_pass(info: PassInfo, options: Any) -> Callable:
             location = getattr(err, "location", None) or op.location
             location.emit_error(f"{info.name}: {err}")
             _failures.append(f"{info.name}: {err}")
-            _failure_types.append(type(err))
             pass_.signal_pass_failure()  # type: ignore[attr-defined]
         except Exception as err:  # a bug in the pass: still a diagnostic, not a traceback
             log.debug("%s crashed", info.name, exc_info=True)
             op.location.emit_error(f"{info.name}: internal error: {type(err).__name__}: {err}")
             _failures.append(f"{info.name}: internal error: {err}")
-            _failure_types.append(PipelineError)
             pass_.signal_pass_failure()  # type: ignore[attr-defined]
 
     return run
 
 
 _failures: list[str] = []
-_failure_types: list[type] = []  # each failure's error class: a StaticSizesNeeded stays one
 
 
 def build_pass_manager(elements: Sequence[str], context: ir.Context) -> passmanager.PassManager:
@@ -235,12 +232,10 @@ def build_pass_manager(elements: Sequence[str], context: ir.Context) -> passmana
 def run_passes(module: ir.Module, elements: Sequence[str], stage: str = "") -> None:
     """Run `elements` on `module`; raise PipelineError naming the failing pass."""
     _failures.clear()
-    _failure_types.clear()
     pm = build_pass_manager(elements, module.context)
     try:
         pm.run(module.operation)
     except Exception as err:  # MLIR reports pass failures as a generic exception
         failed = _failures[-1] if _failures else str(err)
         name = failed.split(":", 1)[0] if _failures else (stage or ",".join(elements))
-        kind = _failure_types[-1] if _failure_types and issubclass(_failure_types[-1], PipelineError) else PipelineError
-        raise kind(name, failed) from err
+        raise PipelineError(name, failed) from err
