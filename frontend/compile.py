@@ -32,6 +32,7 @@ from mlirc.passes import bind_sizes
 from mlirc.passes.cpu_parallelize import CpuParallelizeOptions
 from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
 from mlirc.passes.gpu_matmul import GpuMatmulOptions
+from mlirc.passes.ir_utils import is_deferred, nested_ops
 from mlirc.passes.outline_library_calls import OutlineLibraryCallsOptions
 from mlirc.passes.pipelines import AFTER_BINDING, configured
 from mlirc.passes.registry import format_element, run_passes
@@ -272,6 +273,16 @@ def _check_bound_results(entry: ir.Operation, eager: list) -> None:
             )
 
 
+# The stages that compile `?` dims, in pipeline order: a symbolic graph is bound after
+# the last of them that ran (on the CPU, kernels are formed before the binding).
+SYMBOLIC_STAGES = ("linalg", "cpu-layout", "kernels")
+
+
+def _has_deferred(module: ir.Module) -> bool:
+    """Did an mlirc op wait for static sizes (passes/ir_utils.py defer)?"""
+    return any(is_deferred(op) for op in nested_ops(module.operation))
+
+
 class SymbolicRegion:
     """A graph of symbolic sizes imported once, then compiled at each concrete size by
     binding its sizes (passes/bind_sizes.py) and running the stages after the last
@@ -284,9 +295,11 @@ class SymbolicRegion:
     decide (a sum's split, a convolution's padded input) waits as a deferred mlirc
     op (passes/ir_utils.py defer), and the stage runs again after the binding.  Where
     an op cannot wait (StaticSizesNeeded: one on booleans) or the stage fails on a
-    `?` dim, the sizes are bound right after import.  Each later stage that compiles
-    `?` dims moves the binding after it, towards kernels that take their sizes at
-    run time."""
+    `?` dim, the sizes are bound right after import.  Where nothing waited, the
+    stages up to kernel formation run on `?` dims too (SYMBOLIC_STAGES: fusion and
+    outlining decide nothing on a row count), and the binding moves after the last
+    that succeeded: a new size then only binds the kernels and compiles them, a step
+    towards kernels that take their sizes at run time."""
 
     def __init__(self, gm: fx.GraphModule, device: torch.device, options: PassOptions | None = None) -> None:
         self.gm, self.device = gm, device
@@ -297,12 +310,17 @@ class SymbolicRegion:
         self.slots = bind_sizes.symbolic_slots(bind_sizes.entry_function(module.operation))
         self.bound_after = "mlirc"
         with module.context:
-            try:
-                _run_stage(module, "linalg", self.name, self.stage_ir, self.options, self.stage_ir["mlirc"])
-                self.bound_after = "linalg"
-            except MlircError as err:
-                log.debug("%s: the linalg stage on symbolic sizes failed, bound after import: %s", self.name, err)
-        stats().symbolic_lowered += self.bound_after == "linalg"
+            for stage in BACKENDS[device.type].stages:
+                if stage not in SYMBOLIC_STAGES or (stage != "linalg" and _has_deferred(module)):
+                    break  # what waits for its sizes is lowered after the binding, then fuses
+                try:
+                    _run_stage(module, stage, self.name, self.stage_ir, self.options, self.stage_ir[self.bound_after])
+                except MlircError as err:
+                    log.debug("%s: the %s stage on symbolic sizes failed, bound before it: %s", self.name, stage, err)
+                    break
+                self.bound_after = stage
+        stats().symbolic_lowered += self.bound_after != "mlirc"
+        stats().symbolic_kernels += self.bound_after == "kernels"
 
     def sizes(self, args: list) -> tuple[int, ...]:
         """The entry's symbolic sizes in a call with `args` (the graph's placeholders'

@@ -82,14 +82,18 @@ class FxImporter:
             lctx = LoweringContext({})
             values = lctx.values
             with ir.InsertionPoint(entry):
+                # A symbol is read off a tensor's dim before an `index` argument: then
+                # a slice to that size is visibly the whole dim (canonicalization folds
+                # it) and two reads of it are one value.
                 for node, arg, layout in zip(placeholders, entry.arguments, arg_layouts, strict=True):
                     meta = node_meta(node)
-                    if isinstance(meta, torch.SymInt):
-                        values[node] = meta
-                        lctx.sizes.bind_value(meta, arg)
-                        continue
-                    values[node] = _from_buffer(arg, layout, tuple(meta.shape))
-                    lctx.sizes.bind_tensor(values[node], meta.shape)
+                    if not isinstance(meta, torch.SymInt):
+                        values[node] = _from_buffer(arg, layout, tuple(meta.shape))
+                        lctx.sizes.bind_tensor(values[node], meta.shape)
+                for node, arg in zip(placeholders, entry.arguments, strict=True):
+                    if isinstance(node_meta(node), torch.SymInt):
+                        values[node] = node_meta(node)
+                        lctx.sizes.bind_value(values[node], arg)
                 for node in gm.graph.nodes:
                     if node.op != "call_function":
                         continue

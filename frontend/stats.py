@@ -30,7 +30,8 @@ class CompileStats:
     symbolic_graphs: int = 0
     symbolic_imports: int = 0
     symbolic_binds: int = 0  # sizes compiled from a symbolic import (the rest: from the FX graph)
-    symbolic_lowered: int = 0  # symbolic imports lowered to linalg once, bound after that stage
+    symbolic_lowered: int = 0  # symbolic imports lowered to linalg once, bound after that stage or later
+    symbolic_kernels: int = 0  # ... whose kernels were formed on symbolic sizes too, bound after that
     # regions whose work on parameters alone runs once, cached until one changes (passes/hoist_frozen.py)
     prepared_regions: int = 0
 
@@ -47,7 +48,7 @@ class CompileStats:
             + (f" library_nodes={self.library_nodes}" if self.library_nodes else "")
             + (
                 f" symbolic_imports={self.symbolic_imports}/{self.symbolic_graphs} binds={self.symbolic_binds}"
-                f" lowered={self.symbolic_lowered}"
+                f" lowered={self.symbolic_lowered} formed={self.symbolic_kernels}"
                 if self.symbolic_graphs
                 else ""
             )

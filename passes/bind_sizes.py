@@ -25,7 +25,7 @@ from mlir import ir, passmanager
 from mlir.dialects import arith, func, tensor
 
 from mlirc.dialects import builders, dims, shapes
-from mlirc.dialects.attributes import ARG_LAYOUTS_ATTR, ENTRY_ATTR, FROZEN_ATTR
+from mlirc.dialects.attributes import ARG_LAYOUTS_ATTR, ENTRY_ATTR, FROZEN_ATTR, KERNEL_ATTR, LIBRARY_ATTR
 from mlirc.errors import PipelineError, UnsupportedOpError
 from mlirc.passes.registry import register_pass
 
@@ -387,6 +387,35 @@ def _retype_calls(module: ir.Operation, fn: func.FuncOp, results: list[ir.Type])
             op.operation.erase()
 
 
+def _drop_unread_kernel_args(module: ir.Operation) -> None:
+    """A kernel formed on symbolic sizes takes a tensor whose `?` dim it reads (a
+    `tensor.dim`) even where it reads no data of it; bound, the size is a constant
+    and the argument is dropped, with its operand at every call: the kernel is the
+    one a static graph forms.  Library kernels keep theirs (the library's operands)."""
+    functions = _functions(module)
+    calls: dict[str, list[ir.Operation]] = {}
+    for fn in functions.values():
+        for op in fn.entry_block.operations:
+            if op.operation.name == "func.call":
+                calls.setdefault(ir.FlatSymbolRefAttr(op.operation.attributes["callee"]).value, []).append(op.operation)
+    for name, fn in functions.items():
+        if KERNEL_ATTR not in fn.attributes or LIBRARY_ATTR in fn.attributes or fn.is_external:
+            continue
+        unread = [i for i, arg in enumerate(fn.entry_block.arguments) if not list(arg.uses)]
+        if not unread:
+            continue
+        for i in reversed(unread):
+            fn.entry_block.erase_argument(i)
+        _set_signature(fn)
+        for call in calls.get(name, []):
+            kept = [v for i, v in enumerate(call.operands) if i not in unread]
+            with ir.InsertionPoint(call), call.location:
+                new = func.CallOp(list(call.results.types), ir.FlatSymbolRefAttr.get(name), kept)
+            for old, fresh in zip(call.results, new.results, strict=True):
+                old.replace_all_uses_with(fresh)
+            call.erase()
+
+
 def _dynamic_types(module: ir.Operation) -> list[str]:
     found: list[str] = []
 
@@ -431,6 +460,7 @@ def bind_sizes(module: ir.Operation, options: BindSizesOptions) -> None:
                     _retype_calls(module, fn, results)
         if not changed:
             break
+    _drop_unread_kernel_args(module)
     left = _dynamic_types(module)
     if left:
         raise PipelineError(NAME, f"sizes still symbolic after binding, in {', '.join(left)}")

@@ -43,17 +43,18 @@ def _is_skinny(call: ir.Operation, kernels: dict[str, func.FuncOp]) -> bool:
     if not isinstance(shapes.elem_of(a), TYPES) or shapes.elem_of(a) != shapes.elem_of(b):
         return False
     (m, k), (_, n) = shapes.shape_of(a), shapes.shape_of(b)
-    if None in (m, k, n) or min(m, k, n) < 1 or n > MAX_N:
-        return False  # dynamic sizes, and empty GEMMs (torch.mm fills zeros), stay the library's
+    # A symbolic row count decides nothing here (Dynamo's symbols are never 0 or 1);
+    # a symbolic weight and empty GEMMs (torch.mm fills zeros) stay the library's.
+    if None in (k, n) or min(m or 1, k, n) < 1 or n > MAX_N:
+        return False
     # b must be an (N, K) weight's transpose, so that each dot product reads contiguous K
     return not isinstance(b.owner, ir.Block) and b.owner.name == "linalg.generic" and generic_perm(b.owner) == [1, 0]
 
 
 def _contraction(a: ir.Value, b: ir.Value) -> ir.Value:
     """a @ b as a generic over (m, n, k): a read as (m, k), b as (k, n)."""
-    (m, _), (_, n) = shapes.shape_of(a), shapes.shape_of(b)
     elem = shapes.elem_of(a)
-    init = le.fill(arith.ConstantOp(elem, 0.0).result, le.empty([m, n], elem))
+    init = le.fill(arith.ConstantOp(elem, 0.0).result, le.empty([le.dims_of(a)[0], le.dims_of(b)[1]], elem))
     maps = [ir.AffineMap.get(3, 0, [ir.AffineDimExpr.get(i) for i in dims]) for dims in ((0, 2), (2, 1), (0, 1))]
     return le.generic(
         [a, b],

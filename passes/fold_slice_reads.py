@@ -7,7 +7,8 @@ lies inside x's rows, and a CPU row loop could not compute it row by row.  Read
 as `x` through `(d0, d1) -> (d0, 0)` it is one more operand of the generic that
 reads x anyway.  Only slices that keep each dim whole or pick one element of it
 (unit strides, static offsets) fold: their maps stay dims and constants, which
-every schedule reads.
+every schedule reads.  A symbolic dim is whole where its size is the source's
+(`tensor.dim` of it), as the importer reads Dynamo's symbols.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from mlirc.passes.registry import register_pass
 def picked_elements(slice_op: ir.Operation) -> dict[int, int] | None:
     """The slice's source dims that it takes the first element of (dim -> 0), when
     it keeps every other dim whole with unit strides; else None."""
-    if slice_op.name != "tensor.extract_slice" or len(slice_op.operands) != 1:
-        return None  # dynamic offsets, sizes or strides are operands
+    if slice_op.name != "tensor.extract_slice":
+        return None
     source, result = shapes.shape_of(slice_op.operands[0]), shapes.shape_of(slice_op.results[0])
     if len(source) != len(result):
         return None  # rank-reducing
@@ -31,16 +32,41 @@ def picked_elements(slice_op: ir.Operation) -> dict[int, int] | None:
         list(ir.DenseI64ArrayAttr(slice_op.attributes[name]))
         for name in ("static_offsets", "static_sizes", "static_strides")
     )
+    whole_dims = _whole_symbolic_dims(slice_op, sizes)
+    if whole_dims is None:
+        return None
     picked: dict[int, int] = {}
     for dim, (offset, size, stride, whole) in enumerate(zip(offsets, sizes, strides, source, strict=True)):
         if stride != 1:
             return None
-        if (offset, size) == (0, whole):
+        if offset == 0 and (size == whole or dim in whole_dims):
             continue
         if size != 1 or offset != 0:
             return None
         picked[dim] = offset
     return picked or None
+
+
+def _whole_symbolic_dims(slice_op: ir.Operation, sizes: list[int]) -> set[int] | None:
+    """The dims whose size operand is the source's own size there (`tensor.dim` of it:
+    a symbolic dim kept whole), or None where an offset, a stride or another size is
+    an operand."""
+    dynamic = [d for d, size in enumerate(sizes) if size == ir.ShapedType.get_dynamic_size()]
+    operands = list(slice_op.operands)[1:]
+    if len(operands) != len(dynamic):
+        return None
+    whole: set[int] = set()
+    for dim, size in zip(dynamic, operands, strict=True):
+        owner = size.owner
+        if isinstance(owner, ir.Block) or owner.name != "tensor.dim" or owner.operands[0] != slice_op.operands[0]:
+            return None
+        index = owner.operands[1].owner
+        if isinstance(index, ir.Block) or index.name != "arith.constant":
+            return None
+        if ir.IntegerAttr(index.attributes["value"]).value != dim:
+            return None
+        whole.add(dim)
+    return whole
 
 
 def _defines_every_loop(maps: list[ir.AffineMap]) -> bool:

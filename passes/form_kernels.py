@@ -24,6 +24,8 @@ CLONEABLE = frozenset(
         "tensor.collapse_shape",
         "tensor.expand_shape",
         "tensor.extract_slice",
+        # A symbolic size read off a tensor: the kernel reads it off its own operand.
+        "tensor.dim",
     }
 )
 VIEW_OPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape", "tensor.extract_slice"})
@@ -67,8 +69,7 @@ def _copy_root(value: ir.Value) -> ir.Value:
     linalg.copy, not an identity generic: canonicalization erases identity generics,
     which would leave a kernel returning a (strided) view of its argument.
     """
-    vtype = ir.RankedTensorType(value.type)
-    init = le.empty(vtype.shape, vtype.element_type)
+    init = le.empty(le.dims_of(value), ir.RankedTensorType(value.type).element_type)
     return linalg.copy(value, outs=[init])
 
 
@@ -181,7 +182,10 @@ def _returned(op: ir.Operation) -> bool:
 
 
 def _is_empty(value: ir.Value) -> bool:
-    return 0 in ir.RankedTensorType(value.type).shape
+    """A tensor of static shape with no elements.  One with a `?` dim besides its 0
+    stays an operand: its sizes come from the call (the kernel reads no data of it)."""
+    t = value.type
+    return isinstance(t, ir.RankedTensorType) and t.has_static_shape and 0 in ir.RankedTensorType(t).shape
 
 
 def _replace_by_empty(root: ir.Operation) -> None:

@@ -24,8 +24,8 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import shapes
-from mlirc.dialects.attributes import DEFERRED_ATTR, KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
-from mlirc.passes.ir_utils import defer, entry_functions, has_symbolic_sizes, resume_deferred
+from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
+from mlirc.passes.ir_utils import entry_functions
 from mlirc.passes.registry import register_pass
 
 LIBRARY_TYPES = (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)
@@ -50,7 +50,7 @@ def _outline(entry: func.FuncOp, op: ir.Operation, name: str) -> None:
         kernel = func.FuncOp(name, ([v.type for v in operands], [r.type for r in op.results]))
     kernel.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
     kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get(LIBRARY_OPS[op.name])
-    args = {name: op.attributes[name] for name in op.attributes if name != DEFERRED_ATTR}
+    args = {name: op.attributes[name] for name in op.attributes}
     kernel.attributes[LIBRARY_ARGS_ATTR] = ir.DictAttr.get(args)
     block = kernel.add_entry_block()
     clone = op.clone(ir.InsertionPoint(block))
@@ -79,20 +79,14 @@ NAME = "mlirc-outline-library-calls"
     OutlineLibraryCallsOptions,
 )
 def outline_library_calls(module: ir.Operation, options: OutlineLibraryCallsOptions) -> None:
-    resume_deferred(module, NAME)  # bound since: outlined now, or lowered as generated code
     if not options.library_gemm:
         return
     body = module.regions[0].blocks[0]
     taken = {op.sym_name.value for op in body.operations if isinstance(op, func.FuncOp)}
     names = (f"library_{k}" for k in itertools.count() if f"library_{k}" not in taken)
     for entry in entry_functions(body):
-        eligible = [o.operation for o in entry.entry_block.operations if _library_eligible(o.operation)]
-        if any(has_symbolic_sizes(op) for op in eligible):
-            # Outlined all together once the sizes are bound, in order: the kernels
-            # take the names a static graph's do, and no call waits on another's
-            # result type while the sizes are bound.
-            for op in eligible:
-                defer(op, NAME)
-            continue
-        for op in eligible:
-            _outline(entry, op, next(names))
+        # Symbolic GEMMs too: the host wrapper calls the library at whatever sizes
+        # the call has (a deferred one only waited for the binding to outline it).
+        for op in (o.operation for o in list(entry.entry_block.operations)):
+            if _library_eligible(op):
+                _outline(entry, op, next(names))

@@ -126,7 +126,8 @@ GPU = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-n
 # length), slices whose sizes were operands (they fold into their readers' maps once
 # the sizes are constants).  Its passes do nothing to what they have done already.
 # Stage names: the driver runs them configured, with the compile's pass options.
-AFTER_BINDING: dict[str, list[str]] = {"mlirc": [], "linalg": ["linalg"]}
+# Bound after a later stage, nothing waited (frontend/compile.py binds there only then).
+AFTER_BINDING: dict[str, list[str]] = {"mlirc": [], "linalg": ["linalg"], "cpu-layout": [], "kernels": []}
 
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,

@@ -15,8 +15,9 @@ import mlirc
 from mlirc.config import config
 from mlirc.frontend import dynamic
 
-# The stages after the binding (the linalg stage runs on `?` dims: its dump is symbolic)
-STAGES = ("kernels", "cpu-fusion")
+# The kernels in the LLVM dialect: what the binding leads to, wherever it happened
+# (the stages up to kernel formation may run on `?` dims, their dumps symbolic).
+STAGES = ("cpu",)
 
 
 class Block(torch.nn.Module):
@@ -45,6 +46,9 @@ MODELS = {
     "block": (Block().eval(), lambda n: torch.randn(n, 7, 16)),
     "cnn": (cnn(), lambda n: torch.randn(n, 3, 12, 10)),
     "mlp": (torch.nn.Sequential(torch.nn.Linear(12, 30), torch.nn.GELU(), torch.nn.Linear(30, 4)).eval(), lambda n: torch.randn(n, 12)),
+    # row-wise work over static rows: kernels are formed before the binding
+    "mlp_norm": (torch.nn.Sequential(torch.nn.Linear(12, 30), torch.nn.LayerNorm(30), torch.nn.GELU(),
+                                     torch.nn.Linear(30, 4), torch.nn.Softmax(-1)).eval(), lambda n: torch.randn(n, 12)),
 }  # fmt: skip
 
 
@@ -117,8 +121,8 @@ def test_what_waits_for_sizes_is_lowered_once_they_are_bound(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_bound_module_compiles_as_the_static_import(name, tmp_path):
-    """Bound at the sizes it was traced with, the symbolic import goes through every
-    later stage as the static graph's import does, to the byte."""
+    """Bound at the sizes it was traced with, the symbolic import ends in the static
+    graph's kernels, to the byte."""
     model, make = MODELS[name]
     x = make(6)
     static = _stage_dumps(model, x, False, tmp_path / "static")
@@ -127,6 +131,28 @@ def test_bound_module_compiles_as_the_static_import(name, tmp_path):
     for stage in STAGES:
         assert len(static[stage]) == len(bound[stage]) == 1, stage
         assert bound[stage] == static[stage], f"{name}: the {stage} stage differs"
+
+
+@pytest.mark.parametrize("name", ["mlp", "mlp_norm"])
+def test_kernels_formed_on_symbolic_sizes(name, tmp_path):
+    """Where nothing waits for a size (row-wise work over static rows, linear layers,
+    a narrow head generated as a contraction), kernels are formed once on `?` dims and
+    a new size only binds them: the kernel stage is not dumped per size."""
+    model, make = MODELS[name]
+    compiled = torch.compile(model, backend="mlirc", dynamic=True)
+    config.dump_dir = str(tmp_path)
+    try:
+        with torch.no_grad():
+            for n in (2, 3, 7, 16, 17, 64):
+                x = make(n)
+                torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    finally:
+        config.dump_dir = None
+    stats = mlirc.stats()
+    assert stats.symbolic_imports == stats.symbolic_kernels == 1 and stats.symbolic_binds == 6, stats.summary()
+    (kernels,) = glob.glob(os.path.join(tmp_path, "*.kernels.mlir"))
+    assert "tensor<?x" in open(kernels).read()
+    assert len(glob.glob(os.path.join(tmp_path, "*.cpu.mlir"))) == 6
 
 
 def test_a_graph_that_needs_a_static_size_is_specialized_per_size():
@@ -318,10 +344,9 @@ def test_a_long_chain_of_deferred_ops_binds():
     assert "x512xf32>" in text  # each 5000-long sum split into chunks of 512
 
 
-def test_deferred_library_calls_bound_then_generated():
-    """GEMMs deferred for library calls (one of symbolic shape, one static beside it),
-    bound, then run through a linalg stage that generates GEMMs (library-gemm=0, as
-    mlirc-opt may be told): the marks come off and every GEMM is lowered."""
+def test_symbolic_library_calls_outlined_then_bound():
+    """GEMMs of symbolic shape (beside a static one, and one reading another) are
+    outlined at once; bound, the calls and the library kernels' bodies are static."""
     from mlir import ir
 
     from mlirc.dialects import make_context
@@ -339,6 +364,10 @@ def test_deferred_library_calls_bound_then_generated():
     module = ir.Module.parse(text, context)
     with context:
         run_passes(module, ["mlirc-stage-linalg"])
-        assert str(module).count("mlirc.deferred") == 3
-        run_passes(module, ["mlirc-bind-sizes{sizes=5}", "mlirc-stage-linalg{library-gemm=0}"])
-    assert '"mlirc.' not in str(module) and str(module).count("linalg.matmul") == 3
+        text = str(module)
+        assert "mlirc.deferred" not in text and text.count('mlirc.library = "mm"') == 3
+        assert "call @library_2(%0, %1) : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>" in text
+        run_passes(module, ["mlirc-bind-sizes{sizes=5}", "mlirc-stage-linalg"])
+    text = str(module)
+    assert "?" not in text and '"mlirc.' not in text and text.count("linalg.matmul") == 3
+    assert "call @library_2(%0, %1) : (tensor<5x8xf32>, tensor<8x8xf32>) -> tensor<5x8xf32>" in text

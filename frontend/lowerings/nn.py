@@ -12,6 +12,7 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
+from mlirc.dialects.dims import dim_of
 from mlirc.errors import UnsupportedOpError
 from mlirc.frontend.lowerings.api import (
     LoweringContext,
@@ -199,8 +200,9 @@ def _row_mean(
         raise UnsupportedOpError("mean", "rows of a symbolic size that may be empty")
     if on_cpu and (not isinstance(count, int) or count != 0):
         rank = len(shape)
-        sizes = lctx.sizes.mixed(shape)
-        pivot = b.slice_(x, [0] * rank, [1] * rank, [1 if d in dims else n for d, n in enumerate(sizes)])
+        # The kept dims read off x itself: the slice is then visibly whole there.
+        kept = [dim_of(x, d) for d in range(rank)]
+        pivot = b.slice_(x, [0] * rank, [1] * rank, [1 if d in dims else n for d, n in enumerate(kept)])
         deviations = b.reduce("reduce_sum", b.elementwise("sub", x, pivot), dims, True)
         return b.elementwise("add", pivot, b.elementwise("div", deviations, lctx.size_tensor(count, dtype)))
     wide = torch.float64 if dtype == torch.float32 else dtype

@@ -10,7 +10,7 @@ import torch.fx as fx
 from mlir import ir
 
 from mlirc.dialects import builders as b
-from mlirc.dialects import shapes
+from mlirc.dialects import dims, shapes
 from mlirc.frontend.lowerings.api import (
     DENSE_SCATTER_LIMIT,
     LoweringContext,
@@ -70,7 +70,10 @@ def _transpose(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 
 def _slice(x: ir.Value, dim: int, start: int, step: int, result_shape: b.MixedShape) -> ir.Value:
+    """`x` sliced along `dim`; its other dims are x's own (read off x where symbolic,
+    so that later passes see the slice keep them whole)."""
     rank = len(result_shape)
+    result_shape = [size if i == dim else dims.dim_of(x, i) for i, size in enumerate(result_shape)]
     starts = [0] * rank
     steps = [1] * rank
     starts[dim], steps[dim] = start, step

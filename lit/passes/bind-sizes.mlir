@@ -118,3 +118,32 @@ func.func @deferred_between_linalg_ops(%s0: index, %s1: index, %x: tensor<?x?xf3
   } -> tensor<?xf32>
   return %l : tensor<?xf32>
 }
+
+// -----
+
+// Kernels formed on symbolic sizes (frontend/compile.py SYMBOLIC_STAGES): one takes
+// %b only to read its sizes.  Bound, they are constants, and the argument leaves the
+// kernel and its call: the kernel a static graph forms.
+// CHECK-LABEL: func.func @kernel_0
+// CHECK-SAME: (%{{.*}}: tensor<4x5xf32>) -> tensor<4x5xf32>
+// CHECK-NOT: tensor.dim
+// CHECK-LABEL: func.func @formed
+// CHECK: call @kernel_0(%arg0) : (tensor<4x5xf32>) -> tensor<4x5xf32>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @kernel_0(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %b, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %b, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = math.exp %in : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+func.func @formed(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.entry} {
+  %r = call @kernel_0(%x, %y) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}

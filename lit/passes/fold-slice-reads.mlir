@@ -78,3 +78,35 @@ func.func @kept(%x: tensor<8x96xf32>) -> (tensor<8x10xf32>, tensor<8x10xf32>, te
   } -> tensor<8xf32>
   return %a, %b, %c, %d : tensor<8x10xf32>, tensor<8x10xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A symbolic dim kept whole: the slice's size is the source's own (`tensor.dim` of
+// it, as the importer reads Dynamo's symbols), so it folds as a static one does.  A
+// size read off another tensor may differ: that slice stays.
+// CHECK-DAG: #[[FIRST:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func.func @symbolic_rows
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[FIRST]], #{{.*}}], {{.*}} ins(%arg0, %arg0 : tensor<?x96xf32>, tensor<?x96xf32>)
+// CHECK: %[[OTHER:.*]] = tensor.extract_slice %arg0[0, 0] [%{{.*}}, 1] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[OTHER]] : tensor<?x96xf32>, tensor<?x1xf32>)
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#bcast = affine_map<(d0, d1) -> (d0, 0)>
+func.func @symbolic_rows(%x: tensor<?x96xf32>, %y: tensor<?x3xf32>) -> (tensor<?x96xf32>, tensor<?x96xf32>) attributes {mlirc.entry} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x96xf32>
+  %p = tensor.extract_slice %x[0, 0] [%n, 1] [1, 1] : tensor<?x96xf32> to tensor<?x1xf32>
+  %e = tensor.empty(%n) : tensor<?x96xf32>
+  %r = linalg.generic {indexing_maps = [#id, #bcast, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %p : tensor<?x96xf32>, tensor<?x1xf32>) outs(%e : tensor<?x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<?x96xf32>
+  %m = tensor.dim %y, %c0 : tensor<?x3xf32>
+  %q = tensor.extract_slice %x[0, 0] [%m, 1] [1, 1] : tensor<?x96xf32> to tensor<?x1xf32>
+  %r2 = linalg.generic {indexing_maps = [#id, #bcast, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %q : tensor<?x96xf32>, tensor<?x1xf32>) outs(%e : tensor<?x96xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<?x96xf32>
+  return %r, %r2 : tensor<?x96xf32>, tensor<?x96xf32>
+}

@@ -33,14 +33,14 @@ func.func @main(%a: tensor<4x16xf32>, %b: tensor<16x8xf32>, %ia: tensor<4x16xi64
 
 // -----
 
-// Where one of an entry's GEMMs is of symbolic shape, all of them wait for the sizes
-// (deferred) and are outlined together, in order, when the stage runs again on
-// bound sizes: the kernels take the names a static graph's take, and no call's
-// result type waits on another's while the sizes are bound.
+// A GEMM of symbolic shape is outlined as a static one is: the host wrapper calls
+// the library at the sizes of each call.
+// CHECK-LABEL: func.func @library_0(%{{.*}}: tensor<?x16xf32>, %{{.*}}: tensor<16x8xf32>) -> tensor<?x8xf32>
+// CHECK-SAME: mlirc.library = "mm"
+// CHECK-LABEL: func.func @library_1(%{{.*}}: tensor<16x8xf32>, %{{.*}}: tensor<8x4xf32>) -> tensor<16x4xf32>
 // CHECK-LABEL: func.func @symbolic
-// CHECK-NOT: call
-// CHECK: "mlirc.matmul"(%arg0, %arg1) {mlirc.deferred = "mlirc-outline-library-calls"} : (tensor<?x16xf32>, tensor<16x8xf32>)
-// CHECK: "mlirc.matmul"(%arg1, %arg2) {mlirc.deferred = "mlirc-outline-library-calls"} : (tensor<16x8xf32>, tensor<8x4xf32>)
+// CHECK: call @library_0(%arg0, %arg1) : (tensor<?x16xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+// CHECK: call @library_1(%arg1, %arg2)
 func.func @symbolic(%a: tensor<?x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x4xf32>) -> (tensor<?x8xf32>, tensor<16x4xf32>) attributes {mlirc.entry} {
   %0 = "mlirc.matmul"(%a, %b) : (tensor<?x16xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
   %1 = "mlirc.matmul"(%b, %c) : (tensor<16x8xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
