@@ -23,6 +23,7 @@ from mlir import ir
 from mlir.dialects import arith, func
 
 from mlirc.dialects import shapes
+from mlirc.errors import StaticSizesNeeded
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions
 from mlirc.passes.outline_library_calls import library_of
@@ -42,13 +43,16 @@ def _is_skinny(call: ir.Operation, kernels: dict[str, func.FuncOp]) -> bool:
     a, b = call.operands
     if not isinstance(shapes.elem_of(a), TYPES) or shapes.elem_of(a) != shapes.elem_of(b):
         return False
-    (m, k), (_, n) = shapes.shape_of(a), shapes.shape_of(b)
-    # A symbolic row count decides nothing here (Dynamo's symbols are never 0 or 1);
-    # a symbolic weight and empty GEMMs (torch.mm fills zeros) stay the library's.
-    if None in (k, n) or min(m or 1, k, n) < 1 or n > MAX_N:
-        return False
     # b must be an (N, K) weight's transpose, so that each dot product reads contiguous K
-    return not isinstance(b.owner, ir.Block) and b.owner.name == "linalg.generic" and generic_perm(b.owner) == [1, 0]
+    if isinstance(b.owner, ir.Block) or b.owner.name != "linalg.generic" or generic_perm(b.owner) != [1, 0]:
+        return False
+    (m, k), (_, n) = shapes.shape_of(a), shapes.shape_of(b)
+    if None in (k, n):
+        # Whether the weight is narrow is its size: the caller binds the sizes before this
+        # stage (frontend/compile.py SymbolicRegion); a symbolic row count decides nothing.
+        raise StaticSizesNeeded(NAME, f"a linear layer's weight of symbolic shape {list(shapes.shape_of(b))}")
+    # Dynamo's symbols are never 0 or 1; empty GEMMs (torch.mm fills zeros) stay the library's.
+    return min(m or 1, k, n) >= 1 and n <= MAX_N
 
 
 def _contraction(a: ir.Value, b: ir.Value) -> ir.Value:
@@ -66,9 +70,10 @@ def _contraction(a: ir.Value, b: ir.Value) -> ir.Value:
     )[0]
 
 
-@register_pass(
-    "mlirc-cpu-skinny-matmul", "CPU: narrow linear-layer GEMMs become contraction generics, not library calls"
-)
+NAME = "mlirc-cpu-skinny-matmul"
+
+
+@register_pass(NAME, "CPU: narrow linear-layer GEMMs become contraction generics, not library calls")
 def cpu_skinny_matmul(module: ir.Operation) -> None:
     top = module.regions[0].blocks[0]
     kernels = functions(top)

@@ -18,7 +18,8 @@ from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
 
 GEMM_LIBRARIES = frozenset({"mm", "bmm"})
-PLUMBING = frozenset({"arith.constant", "tensor.empty", "linalg.fill", "func.return"})
+# A kernel formed on `?` dims reads its sizes (tensor.dim) for its empties.
+PLUMBING = frozenset({"arith.constant", "tensor.dim", "tensor.empty", "linalg.fill", "func.return"})
 
 
 def transpose_perm(kernel: func.FuncOp) -> list[int] | None:

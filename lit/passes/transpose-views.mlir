@@ -62,3 +62,34 @@ func.func @main(%x: tensor<4x16xf32>, %w: tensor<8x16xf32>) -> (tensor<4x8xf32>,
   %v = call @kernel_3(%wt2) : (tensor<16x8xf32>) -> tensor<16x8xf32>
   return %y, %z, %v : tensor<4x8xf32>, tensor<4x8xf32>, tensor<16x8xf32>
 }
+
+// Formed on `?` dims, a transpose kernel reads its sizes off its argument for its
+// result: still a pure transpose, and a view.
+// CHECK-LABEL: func.func @kernel_4
+// CHECK-SAME: mlirc.library = "permute", mlirc.perm = array<i64: 1, 0>
+func.func @kernel_4(%w: tensor<?x16xf32>) -> tensor<16x?xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %w, %c0 : tensor<?x16xf32>
+  %e = tensor.empty(%n) : tensor<16x?xf32>
+  %t = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<?x16xf32>) outs(%e : tensor<16x?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<16x?xf32>
+  return %t : tensor<16x?xf32>
+}
+
+func.func @library_1(%a: tensor<4x16xf32>, %b: tensor<16x?xf32>) -> tensor<4x?xf32> attributes {mlirc.kernel, mlirc.library = "mm", mlirc.library_args = {}} {
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %b, %c1 : tensor<16x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%n) : tensor<4x?xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x?xf32>) -> tensor<4x?xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<4x16xf32>, tensor<16x?xf32>) outs(%f : tensor<4x?xf32>) -> tensor<4x?xf32>
+  return %c : tensor<4x?xf32>
+}
+
+func.func @symbolic(%x: tensor<4x16xf32>, %w: tensor<?x16xf32>) -> tensor<4x?xf32> attributes {mlirc.entry} {
+  %wt = call @kernel_4(%w) : (tensor<?x16xf32>) -> tensor<16x?xf32>
+  %y = call @library_1(%x, %wt) : (tensor<4x16xf32>, tensor<16x?xf32>) -> tensor<4x?xf32>
+  return %y : tensor<4x?xf32>
+}
