@@ -34,7 +34,7 @@ from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
 from mlirc.passes.gpu_matmul import GpuMatmulOptions
 from mlirc.passes.ir_utils import is_deferred, nested_ops
 from mlirc.passes.outline_library_calls import OutlineLibraryCallsOptions
-from mlirc.passes.pipelines import AFTER_BINDING, configured
+from mlirc.passes.pipelines import AFTER_BINDING, SYMBOLIC_STAGES, configured
 from mlirc.passes.registry import format_element, run_passes
 
 log = logging.getLogger(__name__)
@@ -273,11 +273,6 @@ def _check_bound_results(entry: ir.Operation, eager: list) -> None:
             )
 
 
-# The stages that compile `?` dims, in pipeline order: a symbolic graph is bound after
-# the last of them that ran (on the CPU, kernels are formed before the binding).
-SYMBOLIC_STAGES = ("linalg", "cpu-layout", "kernels")
-
-
 def _has_deferred(module: ir.Module) -> bool:
     """Did an mlirc op wait for static sizes (passes/ir_utils.py defer)?"""
     return any(is_deferred(op) for op in nested_ops(module.operation))
@@ -310,7 +305,7 @@ class SymbolicRegion:
         self.slots = bind_sizes.symbolic_slots(bind_sizes.entry_function(module.operation))
         self.bound_after = "mlirc"
         with module.context:
-            for stage in BACKENDS[device.type].stages:
+            for stage in BACKENDS.get(device.type, BACKENDS["cpu"]).stages:
                 if stage not in SYMBOLIC_STAGES or (stage != "linalg" and _has_deferred(module)):
                     break  # what waits for its sizes is lowered after the binding, then fuses
                 try:

@@ -42,6 +42,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from mlirc.config import config
 from mlirc.dialects import layouts
 from mlirc.errors import UnsupportedOpError
+from mlirc.frontend.stats import stats
 
 log = logging.getLogger(__name__)
 
@@ -419,6 +420,8 @@ class SizeSpecialized:
         try:
             compiled = symbolic.compile_at(symbolic.sizes(list(args)), self._eager_results(args))
         except Exception:  # noqa: BLE001 - the FX graph's specialization is the fallback
+            # The import succeeded, so this is the symbolic path's own shortfall: counted for tests.
+            stats().symbolic_bind_failures += 1
             log.debug("compiling the symbolic import failed; specializing the FX graph", exc_info=True)
             return None
         output = next(n for n in self.gm.graph.nodes if n.op == "output")

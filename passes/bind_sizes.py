@@ -313,21 +313,38 @@ def _dynamic_dims(t: ir.Type) -> int:
 
 
 def _specialize_call(module: ir.Operation, call: ir.Operation, functions: dict[str, func.FuncOp]) -> bool:
-    """Pass a call's static operands on to its callee; False where none is more static."""
+    """Pass a call's static operands on to its callee, and its constant ones into it
+    (a kernel formed on `?` dims takes the sizes the host computed, a reshape's or a
+    size made a value: bound, they are constants, as a static graph's kernel holds);
+    False where there is nothing to pass."""
     operands = list(call.operands)
-    sources = [_static_source(v) if isinstance(v.type, ir.RankedTensorType) else None for v in operands]
-    if not any(sources):
-        return False
     callee = functions[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
+    sources = [_static_source(v) if isinstance(v.type, ir.RankedTensorType) else None for v in operands]
+    constants = [
+        _constant_op(v) if LIBRARY_ATTR not in callee.attributes and list(arg.uses) else None
+        for v, arg in zip(operands, callee.entry_block.arguments, strict=True)
+    ]
+    if not any(sources) and not any(constants):
+        return False
     if _call_count(module, callee.sym_name.value) > 1:
         callee = _copy(module, callee, functions)
         call.attributes["callee"] = ir.FlatSymbolRefAttr.get(callee.sym_name.value)
+    arguments = list(callee.entry_block.arguments)
     for i, source in enumerate(sources):
         if source is not None:
-            _take_static_arg(callee.entry_block.arguments[i], source.type)
+            _take_static_arg(arguments[i], source.type)
             call.operands[i] = source
+    for arg, constant in zip(arguments, constants, strict=True):
+        if constant is not None:  # left unread: mlirc-bind-sizes drops it from a kernel
+            clone = constant.clone(ir.InsertionPoint.at_block_begin(callee.entry_block))
+            arg.replace_all_uses_with(clone.results[0])
     _set_signature(callee)
     return True
+
+
+def _constant_op(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant" else owner.operation
 
 
 def _call_count(module: ir.Operation, name: str) -> int:
@@ -375,11 +392,7 @@ def _retype_calls(module: ir.Operation, fn: func.FuncOp, results: list[ir.Type])
         for op in list(caller.entry_block.operations):
             if op.operation.name != "func.call" or ir.FlatSymbolRefAttr(op.attributes["callee"]).value != name:
                 continue
-            with ir.InsertionPoint(op), op.location:
-                new = func.CallOp(results, ir.FlatSymbolRefAttr.get(name), list(op.operands))
-                for attr in op.attributes:
-                    if attr != "callee":
-                        new.attributes[attr] = op.attributes[attr]
+            new = _rebuilt_call(op.operation, results, list(op.operands))
             with ir.InsertionPoint(op), op.location:
                 for old, fresh in zip(op.results, new.results, strict=True):
                     replacement = fresh if old.type == fresh.type else tensor.CastOp(old.type, fresh).result
@@ -387,12 +400,14 @@ def _retype_calls(module: ir.Operation, fn: func.FuncOp, results: list[ir.Type])
             op.operation.erase()
 
 
-def _drop_unread_kernel_args(module: ir.Operation) -> None:
+def _drop_unread_kernel_args(module: ir.Operation) -> bool:
     """A kernel formed on symbolic sizes takes a tensor whose `?` dim it reads (a
     `tensor.dim`) even where it reads no data of it; bound, the size is a constant
     and the argument is dropped, with its operand at every call: the kernel is the
-    one a static graph forms.  Library kernels keep theirs (the library's operands)."""
+    one a static graph forms.  Library kernels keep theirs (the library's operands).
+    True where an argument was dropped."""
     functions = _functions(module)
+    dropped = False
     calls: dict[str, list[ir.Operation]] = {}
     for fn in functions.values():
         for op in fn.entry_block.operations:
@@ -407,13 +422,25 @@ def _drop_unread_kernel_args(module: ir.Operation) -> None:
         for i in reversed(unread):
             fn.entry_block.erase_argument(i)
         _set_signature(fn)
+        dropped = True
         for call in calls.get(name, []):
             kept = [v for i, v in enumerate(call.operands) if i not in unread]
-            with ir.InsertionPoint(call), call.location:
-                new = func.CallOp(list(call.results.types), ir.FlatSymbolRefAttr.get(name), kept)
+            new = _rebuilt_call(call, list(call.results.types), kept)
             for old, fresh in zip(call.results, new.results, strict=True):
                 old.replace_all_uses_with(fresh)
             call.erase()
+    return dropped
+
+
+def _rebuilt_call(call: ir.Operation, results: list[ir.Type], operands: list[ir.Value]) -> ir.Operation:
+    """A new call beside `call`, of its callee and attributes, with these types and operands."""
+    callee = ir.FlatSymbolRefAttr(call.attributes["callee"])
+    with ir.InsertionPoint(call), call.location:
+        new = func.CallOp(results, callee, operands)
+    for name in call.attributes:
+        if name != "callee":
+            new.attributes[name] = call.attributes[name]
+    return new.operation
 
 
 def _dynamic_types(module: ir.Operation) -> list[str]:
@@ -460,7 +487,8 @@ def bind_sizes(module: ir.Operation, options: BindSizesOptions) -> None:
                     _retype_calls(module, fn, results)
         if not changed:
             break
-    _drop_unread_kernel_args(module)
+    if _drop_unread_kernel_args(module):  # the operands' constants and size reads go
+        passmanager.PassManager.parse("builtin.module(canonicalize)").run(module)
     left = _dynamic_types(module)
     if left:
         raise PipelineError(NAME, f"sizes still symbolic after binding, in {', '.join(left)}")

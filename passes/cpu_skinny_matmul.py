@@ -51,8 +51,9 @@ def _is_skinny(call: ir.Operation, kernels: dict[str, func.FuncOp]) -> bool:
         # Whether the weight is narrow is its size: the caller binds the sizes before this
         # stage (frontend/compile.py SymbolicRegion); a symbolic row count decides nothing.
         raise StaticSizesNeeded(NAME, f"a linear layer's weight of symbolic shape {list(shapes.shape_of(b))}")
-    # Dynamo's symbols are never 0 or 1; empty GEMMs (torch.mm fills zeros) stay the library's.
-    return min(m or 1, k, n) >= 1 and n <= MAX_N
+    # Empty GEMMs (torch.mm fills zeros) stay the library's; a symbolic row count is
+    # never 0 (Dynamo specializes 0 and 1).
+    return (m is None or m >= 1) and min(k, n) >= 1 and n <= MAX_N
 
 
 def _contraction(a: ir.Value, b: ir.Value) -> ir.Value:

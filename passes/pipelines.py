@@ -126,8 +126,11 @@ GPU = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-n
 # length), slices whose sizes were operands (they fold into their readers' maps once
 # the sizes are constants).  Its passes do nothing to what they have done already.
 # Stage names: the driver runs them configured, with the compile's pass options.
-# Bound after a later stage, nothing waited (frontend/compile.py binds there only then).
-AFTER_BINDING: dict[str, list[str]] = {"mlirc": [], "linalg": ["linalg"], "cpu-layout": [], "kernels": []}
+# The stages that compile `?` dims, in pipeline order: a symbolic graph is bound after
+# the last of them that ran.  Past linalg, nothing waited (frontend/compile.py goes on
+# only then): no stage runs again.
+SYMBOLIC_STAGES = ("linalg", "cpu-layout", "kernels")
+AFTER_BINDING: dict[str, list[str]] = {"mlirc": [], "linalg": ["linalg"]} | {s: [] for s in SYMBOLIC_STAGES[1:]}
 
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,

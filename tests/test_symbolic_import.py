@@ -67,6 +67,7 @@ def test_imported_once_and_bound_at_every_size(name):
     assert stats.symbolic_imports == counters["stats"]["unique_graphs"], stats.summary()
     assert stats.graphs == stats.symbolic_binds == len(set(sizes)), stats.summary()
     assert stats.symbolic_lowered == stats.symbolic_imports, stats.summary()  # linalg ran once
+    assert stats.symbolic_bind_failures == 0, stats.summary()
     assert stats.fallback_nodes == 0 and stats.failed_regions == 0, stats.summary()
 
 
@@ -133,12 +134,26 @@ def test_bound_module_compiles_as_the_static_import(name, tmp_path):
         assert bound[stage] == static[stage], f"{name}: the {stage} stage differs"
 
 
-@pytest.mark.parametrize("name", ["mlp", "mlp_norm"])
+FORMED = {
+    "mlp": MODELS["mlp"],
+    "mlp_norm": MODELS["mlp_norm"],
+    # sizes the host computes for a kernel (a reshape's), a size as a value, a slice
+    # that keeps the symbolic dim (x[:, :1] slices dim 0 whole first)
+    "reshape": (lambda x: x.view(-1, 4).exp(), lambda n: torch.randn(n, 8)),
+    "size_value": (lambda x: x * x.shape[0], lambda n: torch.randn(n, 16)),
+    "first_column": (lambda x: x - x[:, :1], lambda n: torch.randn(n, 8)),
+    # a batched matmul's operands expanded to their own symbolic shapes (for bmm)
+    "batched_matmul": (lambda x: torch.matmul(x, x.transpose(-2, -1)).exp(), lambda n: torch.randn(n, 3, 5, 16)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMED))
 def test_kernels_formed_on_symbolic_sizes(name, tmp_path):
     """Where nothing waits for a size (row-wise work over static rows, linear layers,
-    a narrow head generated as a contraction), kernels are formed once on `?` dims and
-    a new size only binds them: the kernel stage is not dumped per size."""
-    model, make = MODELS[name]
+    a narrow head generated as a contraction, elementwise work), kernels are formed
+    once on `?` dims and a new size only binds them: the kernel stage is not dumped
+    per size, and every size binds."""
+    model, make = FORMED[name]
     compiled = torch.compile(model, backend="mlirc", dynamic=True)
     config.dump_dir = str(tmp_path)
     try:
@@ -150,6 +165,7 @@ def test_kernels_formed_on_symbolic_sizes(name, tmp_path):
         config.dump_dir = None
     stats = mlirc.stats()
     assert stats.symbolic_imports == stats.symbolic_kernels == 1 and stats.symbolic_binds == 6, stats.summary()
+    assert stats.symbolic_bind_failures == 0, stats.summary()
     (kernels,) = glob.glob(os.path.join(tmp_path, "*.kernels.mlir"))
     assert "tensor<?x" in open(kernels).read()
     assert len(glob.glob(os.path.join(tmp_path, "*.cpu.mlir"))) == 6
@@ -371,3 +387,25 @@ def test_symbolic_library_calls_outlined_then_bound():
     text = str(module)
     assert "?" not in text and '"mlirc.' not in text and text.count("linalg.matmul") == 3
     assert "call @library_2(%0, %1) : (tensor<5x8xf32>, tensor<8x8xf32>) -> tensor<5x8xf32>" in text
+
+
+@pytest.mark.parametrize(
+    "name, fn, imports",
+    [
+        ("tail", lambda x: x[2:].sin(), True),
+        ("strided", lambda x: x[1::2] * 2, True),
+        ("whole_rows_then_columns", lambda x: x[:, 1:5].exp(), True),
+        ("from_the_end", lambda x: x[-2:] + 1, False),  # the offset is s0 - 2: per size
+    ],
+)
+def test_slices_along_a_symbolic_dim(name, fn, imports):
+    """aten.slice on a symbolic dim at a static offset imports once (a whole-dim one,
+    which x[:, 1:5] starts with, keeps the dim as its source's); from the end, the
+    offset is symbolic and the graph is specialized per size."""
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for n in (3, 4, 7, 17):
+        x = torch.randn(n, 8)
+        torch.testing.assert_close(compiled(x), fn(x))
+    stats = mlirc.stats()
+    assert (stats.symbolic_imports > 0) == imports and stats.symbolic_bind_failures == 0, stats.summary()
+    assert stats.fallback_nodes == 0, stats.summary()

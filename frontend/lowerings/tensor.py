@@ -11,6 +11,7 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import dims, shapes
+from mlirc.errors import UnsupportedOpError
 from mlirc.frontend.lowerings.api import (
     DENSE_SCATTER_LIMIT,
     LoweringContext,
@@ -48,6 +49,11 @@ def _identity(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 @register(aten.expand.default)
 def _expand(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    before, after = node_meta(node.args[0]).shape, node_meta(node).shape
+    if len(before) == len(after) and all(_same_size(m, n) for m, n in zip(before, after, strict=True)):
+        # An expand to its own symbolic shape (a matmul's operands, decomposed for bmm):
+        # no broadcast for later passes to wait on.
+        return lctx.value(node.args[0])
     return b.broadcast(lctx.value(node.args[0]), lctx.shape(node))
 
 
@@ -88,8 +94,21 @@ def _slice_tensor(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     start = arg(node, 2, "start", None) or 0
     step = arg(node, 4, "step", 1)
     size = in_shape[dim]
-    start = min(max(start + size if start < 0 else start, 0), size)
-    return _slice(x, dim, start, step, lctx.shape(node))
+    if size is not None:
+        start = min(max(start + size if start < 0 else start, 0), size)
+        return _slice(x, dim, start, step, lctx.shape(node))
+    if not isinstance(start, int) or start < 0:
+        raise UnsupportedOpError("aten.slice", "a symbolic dim sliced from its end or at a symbolic offset")
+    shape = lctx.shape(node)
+    if start == 0 and step == 1 and _same_size(node_meta(node).shape[dim], node_meta(node.args[0]).shape[dim]):
+        shape[dim] = dims.dim_of(x, dim)  # the whole dim (x[:, :1] slices dim 0 to INT_MAX): visibly so
+    return _slice(x, dim, start, step, shape)
+
+
+def _same_size(a: int | torch.SymInt, b: int | torch.SymInt) -> bool:
+    """Are two sizes the same expression?  Compared without a guard (SymInt == adds one)."""
+    expr = lambda size: size.node.expr if isinstance(size, torch.SymInt) else size  # noqa: E731
+    return expr(a) == expr(b)
 
 
 @register(aten.select.int)

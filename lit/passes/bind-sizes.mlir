@@ -147,3 +147,44 @@ func.func @formed(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> tensor<?x?xf32> a
   %r = call @kernel_0(%x, %y) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %r : tensor<?x?xf32>
 }
+
+// -----
+
+// A kernel formed on `?` dims that takes what the host computed from a size (a
+// reshape's size, a size made a value): bound, those are constants, which go into
+// the kernel (as a static graph's kernel holds them) and leave its arguments.
+// CHECK-LABEL: func.func @kernel_0
+// CHECK-SAME: (%{{.*}}: tensor<4x5xf32>) -> tensor<2x10xf32>
+// CHECK-DAG: arith.constant dense<4.000000e+00> : tensor<f32>
+// CHECK-DAG: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [2, 10]
+// CHECK-LABEL: func.func @host_sizes
+// CHECK-NEXT: call @kernel_0(%arg0) : (tensor<4x5xf32>) -> tensor<2x10xf32>
+#id1 = affine_map<(d0) -> (d0)>
+#s0 = affine_map<(d0) -> ()>
+func.func @kernel_0(%a: tensor<?x?xf32>, %half: index, %rows: tensor<f32>) -> tensor<2x?xf32> attributes {mlirc.kernel} {
+  %flat = tensor.collapse_shape %a [[0, 1]] : tensor<?x?xf32> into tensor<?xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %flat, %c0 : tensor<?xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [#id1, #s0, #id1], iterator_types = ["parallel"]} ins(%flat, %rows : tensor<?xf32>, tensor<f32>) outs(%e : tensor<?xf32>) {
+  ^bb0(%in: f32, %k: f32, %out: f32):
+    %v = arith.mulf %in, %k : f32
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  %out = tensor.expand_shape %r [[0, 1]] output_shape [2, %half] : tensor<?xf32> into tensor<2x?xf32>
+  return %out : tensor<2x?xf32>
+}
+func.func @host_sizes(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> tensor<2x?xf32> attributes {mlirc.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %nm = arith.muli %n, %m : index
+  %half = arith.divui %nm, %c2 : index
+  %ni = arith.index_cast %n : index to i64
+  %nf = arith.sitofp %ni : i64 to f32
+  %rows = tensor.from_elements %nf : tensor<f32>
+  %r = call @kernel_0(%x, %half, %rows) : (tensor<?x?xf32>, index, tensor<f32>) -> tensor<2x?xf32>
+  return %r : tensor<2x?xf32>
+}
