@@ -420,7 +420,7 @@ class SizeSpecialized:
         try:
             compiled = symbolic.compile_at(symbolic.sizes(list(args)), self._eager_results(args))
         except Exception:  # noqa: BLE001 - the FX graph's specialization is the fallback
-            # The import succeeded, so this is the symbolic path's own shortfall: counted for tests.
+            # Counted for tests: a shortfall of the symbolic path, or a stage that fails at any size.
             stats().symbolic_bind_failures += 1
             log.debug("compiling the symbolic import failed; specializing the FX graph", exc_info=True)
             return None
