@@ -32,7 +32,7 @@ from mlirc.passes import bind_sizes
 from mlirc.passes.cpu_parallelize import CpuParallelizeOptions
 from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
 from mlirc.passes.gpu_matmul import GpuMatmulOptions
-from mlirc.passes.ir_utils import is_deferred, nested_ops
+from mlirc.passes.ir_utils import has_deferred
 from mlirc.passes.outline_library_calls import OutlineLibraryCallsOptions
 from mlirc.passes.pipelines import AFTER_BINDING, SYMBOLIC_STAGES, configured
 from mlirc.passes.registry import format_element, run_passes
@@ -273,11 +273,6 @@ def _check_bound_results(entry: ir.Operation, eager: list) -> None:
             )
 
 
-def _has_deferred(module: ir.Module) -> bool:
-    """Did an mlirc op wait for static sizes (passes/ir_utils.py defer)?"""
-    return any(is_deferred(op) for op in nested_ops(module.operation))
-
-
 class SymbolicRegion:
     """A graph of symbolic sizes imported once, then compiled at each concrete size by
     binding its sizes (passes/bind_sizes.py) and running the stages after the last
@@ -306,7 +301,7 @@ class SymbolicRegion:
         self.bound_after = "mlirc"
         with module.context:
             for stage in BACKENDS.get(device.type, BACKENDS["cpu"]).stages:
-                if stage not in SYMBOLIC_STAGES or (stage != "linalg" and _has_deferred(module)):
+                if stage not in SYMBOLIC_STAGES or (stage != "linalg" and has_deferred(module.operation)):
                     break  # what waits for its sizes is lowered after the binding, then fuses
                 try:
                     _run_stage(module, stage, self.name, self.stage_ir, self.options, self.stage_ir[self.bound_after])

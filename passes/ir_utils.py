@@ -50,16 +50,23 @@ def is_deferred(op: ir.Operation) -> bool:
     return DEFERRED_ATTR in op.attributes
 
 
+def _body_ops(module: ir.Operation) -> Iterator[ir.Operation]:
+    """The ops of the module's functions' bodies: where mlirc ops, and so deferral
+    marks, lie (never inside other ops)."""
+    for f in module.regions[0].blocks[0].operations:
+        if isinstance(f, func.FuncOp) and not f.is_external:
+            yield from (o.operation for o in f.entry_block.operations)
+
+
+def has_deferred(module: ir.Operation) -> bool:
+    """Does an mlirc op wait for static sizes?"""
+    return any(is_deferred(op) for op in _body_ops(module))
+
+
 def resume_deferred(module: ir.Operation, pass_name: str) -> None:
     """Take `pass_name`'s marks off the ops that are static now (the stage's second
-    run, on bound sizes): the pass then decides on them as on any other op.  Marks
-    are on mlirc ops, which lie in functions' bodies, not inside other ops."""
-    bodies = [
-        f.entry_block
-        for f in module.regions[0].blocks[0].operations
-        if isinstance(f, func.FuncOp) and not f.is_external
-    ]
-    for op in (o.operation for body in bodies for o in body.operations):
+    run, on bound sizes): the pass then decides on them as on any other op."""
+    for op in list(_body_ops(module)):
         mark = op.attributes[DEFERRED_ATTR] if DEFERRED_ATTR in op.attributes else None
         if mark is not None and ir.StringAttr(mark).value == pass_name and not has_symbolic_sizes(op):
             del op.attributes[DEFERRED_ATTR]
