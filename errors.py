@@ -36,3 +36,9 @@ class StaticSizesNeeded(PipelineError):
     """A pass met a symbolic (`?`) size it must know to decide, on an op that cannot
     wait for the binding (passes/ir_utils.py defer): the caller binds the sizes
     before that pass instead."""
+
+
+class SizeAssumptionFailed(PipelineError):
+    """Sizes bound into a symbolic graph break an assumption a pass compiled it under
+    (a `cf.assert` on its `?` sizes, passes/split_reductions.py): the caller compiles
+    that size from a form that assumed nothing."""

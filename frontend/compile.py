@@ -24,7 +24,7 @@ from mlirc.backends.cpu.runtime import build_wrapper
 from mlirc.config import config
 from mlirc.dialects import layouts, make_context, shapes
 from mlirc.dialects.attributes import PREPARE_ATTR, RESULT_EAGER_ATTR, RESULT_LAYOUTS_ATTR
-from mlirc.errors import MlircError, PipelineError
+from mlirc.errors import MlircError, PipelineError, SizeAssumptionFailed
 from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
 from mlirc.frontend.stats import stats
@@ -36,6 +36,7 @@ from mlirc.passes.ir_utils import has_deferred
 from mlirc.passes.outline_library_calls import OutlineLibraryCallsOptions
 from mlirc.passes.pipelines import AFTER_BINDING, SYMBOLIC_STAGES, configured
 from mlirc.passes.registry import format_element, run_passes
+from mlirc.passes.split_reductions import SplitReductionsOptions
 
 log = logging.getLogger(__name__)
 
@@ -273,6 +274,15 @@ def _check_bound_results(entry: ir.Operation, eager: list) -> None:
             )
 
 
+@dataclass(frozen=True)
+class _Lowered:
+    """A symbolic graph through the stages that ran on its `?` dims: each stage's
+    text, and the last that ran (what each size binds)."""
+
+    stage_ir: dict[str, str]
+    bound_after: str
+
+
 class SymbolicRegion:
     """A graph of symbolic sizes imported once, then compiled at each concrete size by
     binding its sizes (passes/bind_sizes.py) and running the stages after the last
@@ -282,35 +292,53 @@ class SymbolicRegion:
     graph per size from its FX graph instead.
 
     The linalg stage runs once, on `?` dims: what its passes must know a size to
-    decide (a sum's split, a convolution's padded input) waits as a deferred mlirc
-    op (passes/ir_utils.py defer), and the stage runs again after the binding.  Where
-    an op cannot wait (StaticSizesNeeded: one on booleans) or the stage fails on a
-    `?` dim, the sizes are bound right after import.  Where nothing waited, the
-    stages up to kernel formation run on `?` dims too (SYMBOLIC_STAGES: fusion and
-    outlining decide nothing on a row count), and the binding moves after the last
-    that succeeded: a new size then only binds the kernels and compiles them, a step
-    towards kernels that take their sizes at run time."""
+    decide (a convolution's padded input) waits as a deferred mlirc op (passes/
+    ir_utils.py defer), and the stage runs again after the binding.  Where an op
+    cannot wait (StaticSizesNeeded: one on booleans) or the stage fails on a `?` dim,
+    the sizes are bound right after import.  Where nothing waited, the stages up to
+    kernel formation run on `?` dims too (SYMBOLIC_STAGES: fusion and outlining
+    decide nothing on a row count), and the binding moves after the last that
+    succeeded: a new size then only binds the kernels and compiles them, a step
+    towards kernels that take their sizes at run time.
+
+    A sum over a `?` length is compiled unsplit, under an assertion that it stays
+    short (passes/split_reductions.py: a softmax over a sequence then waits for
+    nothing).  A size that breaks it is compiled from a second lowering that assumes
+    nothing (made on the first such size): that sum then waits for its size."""
 
     def __init__(self, gm: fx.GraphModule, device: torch.device, options: PassOptions | None = None) -> None:
         self.gm, self.device = gm, device
         self.options = pass_options() if options is None else options
         self.name = f"region{next(_region_numbers)}"
-        module, self.stage_ir = _import(gm, device, self.name)
+        module, stage_ir = _import(gm, device, self.name)
         self.context = module.context
         self.slots = bind_sizes.symbolic_slots(bind_sizes.entry_function(module.operation))
-        self.bound_after = "mlirc"
+        assuming = self.options | {"mlirc-split-reductions": SplitReductionsOptions(assume_short_sums=True)}
+        self.lowered = self._lower(module, stage_ir, assuming, self.name)
+        self._assuming_nothing: _Lowered | None = None
+        stats().symbolic_lowered += self.lowered.bound_after != "mlirc"
+        stats().symbolic_kernels += self.lowered.bound_after == "kernels"
+
+    def _lower(self, module: ir.Module, stage_ir: dict[str, str], options: PassOptions, name: str) -> _Lowered:
+        bound_after = "mlirc"
         with module.context:
-            for stage in BACKENDS.get(device.type, BACKENDS["cpu"]).stages:
+            for stage in BACKENDS.get(self.device.type, BACKENDS["cpu"]).stages:
                 if stage not in SYMBOLIC_STAGES or (stage != "linalg" and has_deferred(module.operation)):
                     break  # what waits for its sizes is lowered after the binding, then fuses
                 try:
-                    _run_stage(module, stage, self.name, self.stage_ir, self.options, self.stage_ir[self.bound_after])
+                    _run_stage(module, stage, name, stage_ir, options, stage_ir[bound_after])
                 except MlircError as err:
-                    log.debug("%s: the %s stage on symbolic sizes failed, bound before it: %s", self.name, stage, err)
+                    log.debug("%s: the %s stage on symbolic sizes failed, bound before it: %s", name, stage, err)
                     break
-                self.bound_after = stage
-        stats().symbolic_lowered += self.bound_after != "mlirc"
-        stats().symbolic_kernels += self.bound_after == "kernels"
+                bound_after = stage
+        return _Lowered({k: stage_ir[k] for k in ("mlirc", bound_after)}, bound_after)
+
+    def _without_assumptions(self) -> _Lowered:
+        if self._assuming_nothing is None:
+            text = self.lowered.stage_ir["mlirc"]
+            module = ir.Module.parse(text, self.context)
+            self._assuming_nothing = self._lower(module, {"mlirc": text}, self.options, f"{self.name}-deferring")
+        return self._assuming_nothing
 
     def sizes(self, args: list) -> tuple[int, ...]:
         """The entry's symbolic sizes in a call with `args` (the graph's placeholders'
@@ -319,19 +347,28 @@ class SymbolicRegion:
 
     def compile_at(self, sizes: tuple[int, ...], eager: list | None) -> CompiledRegion:
         """The region at `sizes`; `eager`: (shape, strides) per result, as eager's are."""
+        try:
+            return self._compile_at(self.lowered, sizes, eager)
+        except SizeAssumptionFailed as err:
+            log.debug("%s: %s; lowering it again without assumptions", self.name, err)
+            stats().symbolic_assumption_misses += 1
+            return self._compile_at(self._without_assumptions(), sizes, eager)
+
+    def _compile_at(self, lowered: _Lowered, sizes: tuple[int, ...], eager: list | None) -> CompiledRegion:
         name = f"{self.name}-{'x'.join(map(str, sizes))}"
-        module = ir.Module.parse(self.stage_ir[self.bound_after], self.context)
+        bound_after = lowered.bound_after
+        module = ir.Module.parse(lowered.stage_ir[bound_after], self.context)
         with module.context:
             pipeline = [format_element("mlirc-bind-sizes", bind_sizes.BindSizesOptions(sizes))]
-            pipeline += [configured(stage, self.options) for stage in AFTER_BINDING[self.bound_after]]
+            pipeline += [configured(stage, self.options) for stage in AFTER_BINDING[bound_after]]
             _step("mlirc-bind-sizes", lambda: run_passes(module, pipeline, stage="mlirc-bind-sizes"))
             if eager is not None:
                 entry = bind_sizes.entry_function(module.operation)
                 _check_bound_results(entry, eager)
                 entry.attributes[RESULT_EAGER_ATTR] = layouts.encode_eager(eager)
-        stage_ir = {self.bound_after: str(module)}
-        _dump(name, "bound", stage_ir[self.bound_after])
-        return _finish(self.gm, module, self.device, self.options, name, stage_ir, self.bound_after)
+        stage_ir = {bound_after: str(module)}
+        _dump(name, "bound", stage_ir[bound_after])
+        return _finish(self.gm, module, self.device, self.options, name, stage_ir, bound_after)
 
 
 @dataclass(frozen=True)

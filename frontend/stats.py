@@ -32,6 +32,7 @@ class CompileStats:
     symbolic_binds: int = 0  # sizes compiled from a symbolic import (the rest: from the FX graph)
     symbolic_lowered: int = 0  # symbolic imports lowered to linalg once, bound after that stage or later
     symbolic_kernels: int = 0  # ... whose kernels were formed on symbolic sizes too, bound after that
+    symbolic_assumption_misses: int = 0  # sizes that broke a size assumption (compiled from a second lowering)
     symbolic_bind_failures: int = 0  # sizes such an import failed to compile at (then specialized per size)
     # regions whose work on parameters alone runs once, cached until one changes (passes/hoist_frozen.py)
     prepared_regions: int = 0
@@ -50,7 +51,7 @@ class CompileStats:
             + (
                 f" symbolic_imports={self.symbolic_imports}/{self.symbolic_graphs} binds={self.symbolic_binds}"
                 f" lowered={self.symbolic_lowered} formed={self.symbolic_kernels}"
-                f" bind_failures={self.symbolic_bind_failures}"
+                f" assumption_misses={self.symbolic_assumption_misses} bind_failures={self.symbolic_bind_failures}"
                 if self.symbolic_graphs
                 else ""
             )

@@ -10,7 +10,9 @@ canonicalization carries the static sizes through every op (a `tensor.empty` of
 constant sizes, a `linalg.generic` of static operands).  Calls pass them on: a
 function called with more static operands than its signature has takes them (a
 copy of it where it has other callers), and its results become as static as what
-it returns.  A module that is not static afterwards is an error.
+it returns.  A module that is not static afterwards is an error, and so is one
+whose size assertions (`cf.assert`, a pass's assumption on its `?` sizes, such as
+mlirc-split-reductions' short sums) do not fold away as true.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from mlir.dialects import arith, func, tensor
 
 from mlirc.dialects import builders, dims, shapes
 from mlirc.dialects.attributes import ARG_LAYOUTS_ATTR, ENTRY_ATTR, FROZEN_ATTR, KERNEL_ATTR, LIBRARY_ATTR
-from mlirc.errors import PipelineError, UnsupportedOpError
+from mlirc.errors import PipelineError, SizeAssumptionFailed, UnsupportedOpError
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-bind-sizes"
@@ -312,7 +314,9 @@ def _dynamic_dims(t: ir.Type) -> int:
     return sum(ranked.is_dynamic_dim(d) for d in range(ranked.rank))
 
 
-def _specialize_call(module: ir.Operation, call: ir.Operation, functions: dict[str, func.FuncOp]) -> bool:
+def _specialize_call(
+    module: ir.Operation, call: ir.Operation, functions: dict[str, func.FuncOp], counts: dict[str, int]
+) -> bool:
     """Pass a call's static operands on to its callee, and its constant ones into it
     (a kernel formed on `?` dims takes the sizes the host computed, a reshape's or a
     size made a value: bound, they are constants, as a static graph's kernel holds);
@@ -326,8 +330,10 @@ def _specialize_call(module: ir.Operation, call: ir.Operation, functions: dict[s
     ]
     if not any(sources) and not any(constants):
         return False
-    if _call_count(module, callee.sym_name.value) > 1:
+    if counts[callee.sym_name.value] > 1:
+        counts[callee.sym_name.value] -= 1
         callee = _copy(module, callee, functions)
+        counts[callee.sym_name.value] = 1
         call.attributes["callee"] = ir.FlatSymbolRefAttr.get(callee.sym_name.value)
     arguments = list(callee.entry_block.arguments)
     for i, source in enumerate(sources):
@@ -347,13 +353,14 @@ def _constant_op(value: ir.Value) -> ir.Operation | None:
     return None if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant" else owner.operation
 
 
-def _call_count(module: ir.Operation, name: str) -> int:
-    count = 0
+def _calls(module: ir.Operation) -> dict[str, list[ir.Operation]]:
+    """Each callee's calls, in every function."""
+    calls: dict[str, list[ir.Operation]] = {}
     for fn in _functions(module).values():
-        for op in fn.entry_block.operations:
-            if op.operation.name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == name:
-                count += 1
-    return count
+        for op in fn.entry_block.operations if not fn.is_external else ():
+            if op.operation.name == "func.call":
+                calls.setdefault(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, []).append(op.operation)
+    return calls
 
 
 def _copy(module: ir.Operation, fn: func.FuncOp, functions: dict[str, func.FuncOp]) -> func.FuncOp:
@@ -385,19 +392,19 @@ def _static_results(fn: func.FuncOp) -> list[ir.Type] | None:
     return results
 
 
-def _retype_calls(module: ir.Operation, fn: func.FuncOp, results: list[ir.Type]) -> None:
-    """Calls of `fn` give its new result types; their users see the old ones through casts."""
-    name = fn.sym_name.value
-    for caller in _functions(module).values():
-        for op in list(caller.entry_block.operations):
-            if op.operation.name != "func.call" or ir.FlatSymbolRefAttr(op.attributes["callee"]).value != name:
-                continue
-            new = _rebuilt_call(op.operation, results, list(op.operands))
-            with ir.InsertionPoint(op), op.location:
-                for old, fresh in zip(op.results, new.results, strict=True):
-                    replacement = fresh if old.type == fresh.type else tensor.CastOp(old.type, fresh).result
-                    old.replace_all_uses_with(replacement)
-            op.operation.erase()
+def _retype_calls(calls: list[ir.Operation], results: list[ir.Type]) -> list[ir.Operation]:
+    """`calls` (of one function) give its new result types; their users see the old
+    ones through casts.  The new calls."""
+    rebuilt = []
+    for op in calls:
+        new = _rebuilt_call(op, results, list(op.operands))
+        with ir.InsertionPoint(op), op.location:
+            for old, fresh in zip(op.results, new.results, strict=True):
+                replacement = fresh if old.type == fresh.type else tensor.CastOp(old.type, fresh).result
+                old.replace_all_uses_with(replacement)
+        op.erase()
+        rebuilt.append(new)
+    return rebuilt
 
 
 def _drop_unread_kernel_args(module: ir.Operation) -> bool:
@@ -408,11 +415,7 @@ def _drop_unread_kernel_args(module: ir.Operation) -> bool:
     True where an argument was dropped."""
     functions = _functions(module)
     dropped = False
-    calls: dict[str, list[ir.Operation]] = {}
-    for fn in functions.values():
-        for op in fn.entry_block.operations:
-            if op.operation.name == "func.call":
-                calls.setdefault(ir.FlatSymbolRefAttr(op.operation.attributes["callee"]).value, []).append(op.operation)
+    calls = _calls(module)
     for name, fn in functions.items():
         if KERNEL_ATTR not in fn.attributes or LIBRARY_ATTR in fn.attributes or fn.is_external:
             continue
@@ -475,16 +478,19 @@ def bind_sizes(module: ir.Operation, options: BindSizesOptions) -> None:
         changed = False
         for fn in functions.values():  # mlirc ops that waited for static sizes, in any function
             changed |= _retype_mlirc_ops(fn)
+        calls = _calls(module)
+        counts = {name: len(found) for name, found in calls.items()}
         for fn in list(functions.values()):  # a callee copied for a second caller joins `functions`
             for op in list(fn.entry_block.operations):
                 if op.operation.name == "func.call":
-                    changed |= _specialize_call(module, op.operation, functions)
-        for fn in list(functions.values()):
+                    changed |= _specialize_call(module, op.operation, functions, counts)
+        calls = _calls(module)  # calls may have moved to copies
+        for name, fn in list(functions.items()):
             results = _static_results(fn)
             if results is not None:
                 changed = True
                 if fn is not entry:
-                    _retype_calls(module, fn, results)
+                    calls[name] = _retype_calls(calls.get(name, []), results)
         if not changed:
             break
     if _drop_unread_kernel_args(module):  # the operands' constants and size reads go
@@ -492,3 +498,13 @@ def bind_sizes(module: ir.Operation, options: BindSizesOptions) -> None:
     left = _dynamic_types(module)
     if left:
         raise PipelineError(NAME, f"sizes still symbolic after binding, in {', '.join(left)}")
+    _check_assertions(module, options.sizes or ())
+
+
+def _check_assertions(module: ir.Operation, sizes: tuple[int, ...]) -> None:
+    """Canonicalization erased the assertions that hold at these sizes; any left fails."""
+    for fn in _functions(module).values():
+        for op in fn.entry_block.operations if not fn.is_external else ():
+            if op.operation.name == "cf.assert":
+                message = ir.StringAttr(op.operation.attributes["msg"]).value
+                raise SizeAssumptionFailed(NAME, f"at sizes {list(sizes)}: {message}")

@@ -9,21 +9,35 @@ reduction's keepdim reshape stays outside the kernel, a view on the host.
 
 On `?` dims, a size read off a producer (`tensor.dim` of it, for a consumer's init)
 is a second use that kept the producer alive beside its fused copy (an arange
-reshaped for a mask); it is first read off the producer's own operands instead.
+reshaped for a mask); it is first read off the producer's own operands instead,
+and off a call's operands (mlirc-resolve-call-dims), so that sizes known equal are
+one value and the reshapes between producers and consumers fold as on static dims.
 """
 
 from __future__ import annotations
 
-from mlirc.passes.registry import register_pipeline
+from mlir import ir, passmanager
 
-register_pipeline(
-    "mlirc-fuse-elementwise",
-    "Fuse elementwise linalg producers into their consumers (upstream fusion + cleanup)",
-    [
-        "func.func(resolve-ranked-shaped-type-result-dims)",
-        "func.func(linalg-fuse-elementwise-ops)",
-        "func.func(linalg-fold-unit-extent-dims)",
-        "canonicalize",
-        "cse",
-    ],
-)
+from mlirc.passes.fold_symbolic_reshapes import fold_reshape_pairs
+from mlirc.passes.registry import register_pass
+from mlirc.passes.resolve_call_dims import resolve_call_dims
+
+NAME = "mlirc-fuse-elementwise"
+_FUSE = "func.func(linalg-fuse-elementwise-ops),func.func(linalg-fold-unit-extent-dims),canonicalize,cse"
+_RESOLVE = "func.func(resolve-ranked-shaped-type-result-dims)"
+_MAX_ROUNDS = 8  # each round fuses across the reshape pairs the last one left
+
+
+def _run(module: ir.Operation, pipeline: str) -> None:
+    passmanager.PassManager.parse(f"builtin.module({pipeline})").run(module)
+
+
+@register_pass(NAME, "Fuse elementwise linalg producers into their consumers (upstream fusion + cleanup)")
+def fuse_elementwise(module: ir.Operation) -> None:
+    _run(module, _RESOLVE)
+    resolve_call_dims(module)  # what the first resolve left read off calls; what that reads, again
+    _run(module, f"{_RESOLVE},{_FUSE}")
+    for _ in range(_MAX_ROUNDS):
+        if not fold_reshape_pairs(module):
+            break
+        _run(module, _FUSE)

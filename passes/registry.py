@@ -193,6 +193,7 @@ def _python_pass(info: PassInfo, options: Any) -> Callable:
             location = getattr(err, "location", None) or op.location
             location.emit_error(f"{info.name}: {err}")
             _failures.append(f"{info.name}: {err}")
+            _raised.append(err)
             pass_.signal_pass_failure()  # type: ignore[attr-defined]
         except Exception as err:  # a bug in the pass: still a diagnostic, not a traceback
             log.debug("%s crashed", info.name, exc_info=True)
@@ -204,6 +205,7 @@ def _python_pass(info: PassInfo, options: Any) -> Callable:
 
 
 _failures: list[str] = []
+_raised: list[MlircError] = []  # what the Python passes raised, for run_passes to raise on
 
 
 def build_pass_manager(elements: Sequence[str], context: ir.Context) -> passmanager.PassManager:
@@ -232,10 +234,13 @@ def build_pass_manager(elements: Sequence[str], context: ir.Context) -> passmana
 def run_passes(module: ir.Module, elements: Sequence[str], stage: str = "") -> None:
     """Run `elements` on `module`; raise PipelineError naming the failing pass."""
     _failures.clear()
+    _raised.clear()
     pm = build_pass_manager(elements, module.context)
     try:
         pm.run(module.operation)
     except Exception as err:  # MLIR reports pass failures as a generic exception
+        if _raised and isinstance(_raised[-1], PipelineError):  # its type tells the caller what to do
+            raise _raised[-1] from err
         failed = _failures[-1] if _failures else str(err)
         name = failed.split(":", 1)[0] if _failures else (stage or ",".join(elements))
         raise PipelineError(name, failed) from err

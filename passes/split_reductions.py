@@ -19,9 +19,13 @@ its chunks are short.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
+from mlir.dialects import arith, cf
 
 from mlirc.dialects import builders as b
+from mlirc.dialects import dims as size_of
 from mlirc.dialects import shapes
 from mlirc.passes.ir_utils import defer, nested_ops, resume_deferred
 from mlirc.passes.registry import register_pass
@@ -34,6 +38,11 @@ NAME = "mlirc-split-reductions"
 # sum adds 16 values per level on such columns).
 CONTIGUOUS = (512, 2048)
 STRIDED = (16, 128)
+
+
+@dataclass(frozen=True)
+class SplitReductionsOptions:
+    assume_short_sums: bool = False
 
 
 def _split_dim(x: ir.Value, dim: int) -> ir.Value:
@@ -84,25 +93,108 @@ def _splits(shape: list[int], dim: int) -> bool:
     return shape[dim] > longest
 
 
-def _long_float_sum(op: ir.Operation) -> bool:
+def _long_float_sum(op: ir.Operation, assume_short: bool) -> bool:
     """Is `op` a float sum to split?  One whose split depends on symbolic sizes is
-    marked deferred instead (False), and split once they are bound."""
+    compiled unsplit under an assertion (`assume_short`) or marked deferred instead
+    (False either way), and split once they are bound."""
     if op.name != "mlirc.reduce_sum" or not shapes.is_float(shapes.elem_of(op.results[0])):
         return False
-    shape = list(shapes.shape_of(op.operands[0]))
+    x = op.operands[0]
+    shape = list(shapes.shape_of(x))
     dims = sorted(ir.DenseI64ArrayAttr(op.attributes["dims"]))
+    if not dims:
+        return False
     # How a sum splits depends on its length and on the dims after it (a derived `?`
-    # dim, s0 - 1, may be 1), and the cascade's reshapes and slices take static
-    # shapes: decided once the sizes are bound.
-    if dims and None in shape[dims[0] :]:
-        _defer_with_broadcast(op)
+    # dim, s0 - 1, may be 1), and the cascade's reshapes and slices take static shapes.
+    short = _short(shape[dims[0] :], [d - dims[0] for d in dims])
+    if short is True or (short is False and None not in shape):
+        return not short
+    if short is None and assume_short:
+        with ir.InsertionPoint(op), op.location:
+            sizes = [size_of.dim_of(x, d) for d in range(dims[0], len(shape))]
+            message = (
+                f"{NAME}: a sum of symbolic length was compiled unsplit, for lengths up to"
+                f" {CONTIGUOUS[1]} (contiguous) or {STRIDED[1]} (strided)"
+            )
+            cf.assert_(_short(sizes, [d - dims[0] for d in dims]), message)
         return False
-    merged, merged_dims = _merged(shape, dims)
-    splits = any(_splits(merged, d) for d in merged_dims)
-    if splits and None in shape:
-        _defer_with_broadcast(op)
+    _defer_with_broadcast(op)
+    return False
+
+
+# A size or a condition: known now (int, bool), read at run time (`index` or i1 value,
+# computed in the IR), or unknown (None: a `?` size, when deciding without the IR).
+Size = int | ir.Value | None
+Bit = bool | ir.Value | None
+
+
+def _short(sizes: list[Size], dims: list[int]) -> Bit:
+    """Does a sum over `dims` of a tensor of `sizes` need no split (_splits on its
+    merged shape)?  `dims` start at 0: the sizes before the first are not needed."""
+    runs: list[list[Size]] = []  # the merged shape
+    reduced: list[int] = []
+    for d, size in enumerate(sizes):
+        if d in dims and d - 1 in dims:
+            runs[-1].append(size)
+            continue
+        if d in dims:
+            reduced.append(len(runs))
+        runs.append([size])
+    short: Bit = True
+    for r in reduced:
+        length = _product(runs[r])
+        later = _product([size for run in runs[r + 1 :] for size in run])
+        if isinstance(later, int):
+            _, longest = CONTIGUOUS if later == 1 else STRIDED
+            short = _and(short, _at_most(length, longest))
+        else:
+            contiguous_short = _and(_equals(later, 1), _at_most(length, CONTIGUOUS[1]))
+            short = _and(short, _or(_at_most(length, STRIDED[1]), contiguous_short))
+    return short
+
+
+def _product(sizes: list[Size]) -> Size:
+    if any(size is None for size in sizes):
+        return None
+    total: Size = 1
+    for i, size in enumerate(sizes):
+        if isinstance(total, int) and isinstance(size, int):
+            total *= size
+        else:
+            total = size if i == 0 else arith.muli(size_of.as_index(total), size_of.as_index(size))
+    return total
+
+
+def _compare(predicate: arith.CmpIPredicate, size: Size, bound: int) -> Bit:
+    if size is None:
+        return None
+    if isinstance(size, int):
+        return size <= bound if predicate == arith.CmpIPredicate.ule else size == bound
+    return arith.cmpi(predicate, size, size_of.index_constant(bound))
+
+
+def _at_most(size: Size, bound: int) -> Bit:
+    return _compare(arith.CmpIPredicate.ule, size, bound)
+
+
+def _equals(size: Size, value: int) -> Bit:
+    return _compare(arith.CmpIPredicate.eq, size, value)
+
+
+def _and(a: Bit, b: Bit) -> Bit:
+    if a is False or b is False:
         return False
-    return splits
+    if a is True or b is True:
+        return b if a is True else a
+    return None if a is None or b is None else arith.andi(a, b)
+
+
+def _or(a: Bit, b: Bit) -> Bit:
+    if a is True or b is True:
+        return True
+    if a is False or b is False:
+        return b if a is False else a
+    return None if a is None or b is None else arith.ori(a, b)
 
 
 def _defer_with_broadcast(op: ir.Operation) -> None:
@@ -127,10 +219,10 @@ def _cascade(op: ir.Operation) -> ir.Value:
     return b.reshape(x, shapes.shape_of(op.results[0]))
 
 
-@register_pass(NAME, "Long floating-point sums as a cascade of short, fixed-order sums")
-def split_reductions(module: ir.Operation) -> None:
+@register_pass(NAME, "Long floating-point sums as a cascade of short, fixed-order sums", SplitReductionsOptions)
+def split_reductions(module: ir.Operation, options: SplitReductionsOptions) -> None:
     resume_deferred(module, NAME)
-    for op in [op for op in nested_ops(module) if _long_float_sum(op)]:
+    for op in [op for op in nested_ops(module) if _long_float_sum(op, options.assume_short_sums)]:
         with ir.InsertionPoint(op), op.location:
             total = _cascade(op)
         op.results[0].replace_all_uses_with(total)

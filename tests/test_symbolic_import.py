@@ -35,6 +35,17 @@ class Block(torch.nn.Module):
         return y * x.shape[1] + y.mean(1, keepdim=True)
 
 
+class CausalBlock(Block):
+    """GPT-2's attention: pre-norm, a causal mask over the (symbolic) sequence."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.qkv(self.norm(x)).chunk(3, -1)
+        t = x.shape[1]
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+        scores = (q @ k.transpose(1, 2)).masked_fill(mask, float("-inf")).softmax(-1)
+        return x + self.out(scores @ v)
+
+
 def cnn() -> torch.nn.Module:
     return torch.nn.Sequential(
         torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
@@ -44,6 +55,7 @@ def cnn() -> torch.nn.Module:
 
 MODELS = {
     "block": (Block().eval(), lambda n: torch.randn(n, 7, 16)),
+    "causal": (CausalBlock().eval(), lambda n: torch.randn(n, 7, 16)),
     "cnn": (cnn(), lambda n: torch.randn(n, 3, 12, 10)),
     "mlp": (torch.nn.Sequential(torch.nn.Linear(12, 30), torch.nn.GELU(), torch.nn.Linear(30, 4)).eval(), lambda n: torch.randn(n, 12)),
     # row-wise work over static rows: kernels are formed before the binding
@@ -85,10 +97,11 @@ def _stage_dumps(model, x, dynamic_shapes: bool, folder) -> dict[str, list[str]]
 
 
 def test_what_waits_for_sizes_is_lowered_once_they_are_bound(tmp_path):
-    """The linalg stage runs once on `?` dims; a sum whose split depends on its length
-    (softmax over a symbolic sequence, a mean over symbolic H and W) and a
-    convolution over symbolic H and W wait for the sizes and are lowered after the
-    binding.  A sum bound at a length that splits is split then (2^22 values in
+    """The linalg stage runs once on `?` dims; a convolution over symbolic H and W
+    waits for the sizes and is lowered after the binding.  A sum over a symbolic
+    length (softmax over a sequence, a mean over H and W) is compiled unsplit under
+    an assertion that it stays short; a size that breaks it (2^22 values) is compiled
+    from a second lowering, where the sum waited for its length, and is split (in
     chunks of 512)."""
 
     class Net(torch.nn.Module):
@@ -116,6 +129,7 @@ def test_what_waits_for_sizes_is_lowered_once_they_are_bound(tmp_path):
     graphs = counters["stats"]["unique_graphs"]  # Dynamo may guard a size range (a convolution's)
     assert stats.symbolic_imports == stats.symbolic_lowered == graphs, stats.summary()
     assert stats.symbolic_binds == 3 and stats.fallback_nodes == 0, stats.summary()
+    assert stats.symbolic_assumption_misses == 1 and stats.symbolic_bind_failures == 0, stats.summary()
     (long_sum,) = glob.glob(os.path.join(tmp_path, "*x4194304.kernels.mlir"))
     assert "x512xf32>" in open(long_sum).read()  # chunks of 512
 
@@ -144,6 +158,12 @@ FORMED = {
     "first_column": (lambda x: x - x[:, :1], lambda n: torch.randn(n, 8)),
     # a batched matmul's operands expanded to their own symbolic shapes (for bmm)
     "batched_matmul": (lambda x: torch.matmul(x, x.transpose(-2, -1)).exp(), lambda n: torch.randn(n, 3, 5, 16)),
+    # softmax over a symbolic sequence (its sum compiled unsplit, under an assertion),
+    # a residual add after a linear layer on a bmm's result (sizes through the call);
+    # a batch of 5, no size of the sequence's (Dynamo gives equal sizes one symbol)
+    "attention_batch": MODELS["block"],
+    "attention_sequence": (MODELS["block"][0], lambda n: torch.randn(5, n, 16)),
+    "causal_sequence": (MODELS["causal"][0], lambda n: torch.randn(5, n, 16)),
 }
 
 

@@ -1,4 +1,5 @@
 // RUN: mlirc-opt %s --split-input-file -p mlirc-split-reductions | FileCheck %s
+// RUN: mlirc-opt %s --split-input-file -p mlirc-split-reductions{assume-short-sums=1} | FileCheck %s --check-prefix=ASSUME
 
 // A long float sum is a sum of chunk sums plus the leftover's sum: a contiguous dim
 // in chunks of 512, any other dim in chunks of 16; short sums and integer sums
@@ -70,6 +71,16 @@ func.func @half(%a: tensor<2107xbf16>) -> tensor<bf16> attributes {mlirc.entry} 
 // CHECK: "mlirc.reduce_sum"(%arg0) {dims = array<i64: 1>, keepdim = false, mlirc.deferred = "mlirc-split-reductions"} : (tensor<4x?xf32>) -> tensor<4xf32>
 // CHECK: "mlirc.reduce_sum"(%arg1) {dims = array<i64: 0>, keepdim = false, mlirc.deferred = "mlirc-split-reductions"} : (tensor<5000x?xf32>) -> tensor<?xf32>
 // CHECK: "mlirc.reduce_sum"(%arg2) {dims = array<i64: 1>, keepdim = false} : (tensor<?x256xf32>) -> tensor<?xf32>
+// With assume-short-sums, the first (a contiguous sum over `?` values) is compiled
+// unsplit under an assertion on its length; the second splits at any size (5000
+// values, contiguous or not) and waits for its static shape.
+// ASSUME-LABEL: func.func @symbolic
+// ASSUME: %[[N:.*]] = tensor.dim %arg0, %c1
+// ASSUME: %[[SHORT:.*]] = arith.cmpi ule, %[[N]], %c2048
+// ASSUME: cf.assert %[[SHORT]], "mlirc-split-reductions: a sum of symbolic length was compiled unsplit
+// ASSUME: "mlirc.reduce_sum"(%arg0) {dims = array<i64: 1>, keepdim = false} : (tensor<4x?xf32>)
+// ASSUME: "mlirc.reduce_sum"(%arg1) {{.*}}mlirc.deferred = "mlirc-split-reductions"
+// ASSUME-NOT: cf.assert
 func.func @symbolic(%a: tensor<4x?xf32>, %b: tensor<5000x?xf32>, %c: tensor<?x256xf32>, %n: index, %m: index)
     -> (tensor<4xf32>, tensor<?xf32>, tensor<?xf32>) attributes {mlirc.entry} {
   %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 1>, keepdim = false} : (tensor<4x?xf32>) -> tensor<4xf32>

@@ -1,0 +1,41 @@
+// RUN: mlirc-opt %s --split-input-file -p mlirc-fold-symbolic-reshapes | FileCheck %s
+
+// expand_shape(collapse_shape(x)) is x where each `?` output size is x's: read off x
+// itself, or off an op's result whose init was sized by x's dims.
+// CHECK-LABEL: func.func @undone
+// CHECK-NOT: tensor.expand_shape
+// CHECK: return %arg0, %[[Y:.*]] :
+func.func @undone(%x: tensor<?x?x16xf32>) -> (tensor<?x?x16xf32>, tensor<?x?x16xf32>) attributes {mlirc.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?x16xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?x16xf32>
+  %flat = tensor.collapse_shape %x [[0, 1], [2]] : tensor<?x?x16xf32> into tensor<?x16xf32>
+  %back = tensor.expand_shape %flat [[0, 1], [2]] output_shape [%n, %m, 16] : tensor<?x16xf32> into tensor<?x?x16xf32>
+  %e = tensor.empty(%n, %m) : tensor<?x?x16xf32>
+  %y = linalg.copy ins(%x : tensor<?x?x16xf32>) outs(%e : tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %n2 = tensor.dim %y, %c0 : tensor<?x?x16xf32>
+  %flat2 = tensor.collapse_shape %y [[0, 1], [2]] : tensor<?x?x16xf32> into tensor<?x16xf32>
+  %back2 = tensor.expand_shape %flat2 [[0, 1], [2]] output_shape [%n2, %m, 16] : tensor<?x16xf32> into tensor<?x?x16xf32>
+  return %back, %back2 : tensor<?x?x16xf32>, tensor<?x?x16xf32>
+}
+
+// -----
+
+// Sizes not known to be x's (another tensor's, an index argument; the dims swapped)
+// may differ at run time: the pairs stay.
+// CHECK-LABEL: func.func @maybe_other_sizes
+// CHECK-COUNT-3: tensor.expand_shape
+func.func @maybe_other_sizes(%x: tensor<?x?x16xf32>, %z: tensor<?x?x16xf32>, %k: index)
+    -> (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) attributes {mlirc.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?x16xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?x16xf32>
+  %p = tensor.dim %z, %c0 : tensor<?x?x16xf32>
+  %flat = tensor.collapse_shape %x [[0, 1], [2]] : tensor<?x?x16xf32> into tensor<?x16xf32>
+  %a = tensor.expand_shape %flat [[0, 1], [2]] output_shape [%p, %m, 16] : tensor<?x16xf32> into tensor<?x?x16xf32>
+  %b = tensor.expand_shape %flat [[0, 1], [2]] output_shape [%k, %m, 16] : tensor<?x16xf32> into tensor<?x?x16xf32>
+  %c = tensor.expand_shape %flat [[0, 1], [2]] output_shape [%m, %n, 16] : tensor<?x16xf32> into tensor<?x?x16xf32>
+  return %a, %b, %c : tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>
+}

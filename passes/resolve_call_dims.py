@@ -1,0 +1,126 @@
+"""mlirc-resolve-call-dims: a `?` size read off a call's result is read off the
+call's operands instead.
+
+Two symbolic sizes are known equal only where they are the same value (the same
+`tensor.dim` read, after upstream's resolve-ranked-shaped-type-result-dims).  That
+rewrite stops at a call: a library GEMM's result (passes/outline_library_calls.py)
+keeps `tensor.dim` reads of it, while the ops around it read the same sizes off
+the graph's inputs.  Fusion then meets the two apart (a residual add after an
+attention's batched matmul: the reshape between them cannot fold) and forms one
+kernel more than on static sizes.  Here each such read becomes the callee's own
+answer: the result is an op's destination (a linalg op's init), and so on back to a
+`tensor.empty` whose size is a `tensor.dim` of a callee argument or a constant.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, func, tensor
+
+from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.registry import register_pass
+
+NAME = "mlirc-resolve-call-dims"
+
+# A size: the callee argument and dim it is read from, or a constant.
+Source = tuple[int, int] | int
+
+
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def constant_index(value: ir.Value) -> int | None:
+    owner = defining_op(value)
+    if owner is None or owner.name != "arith.constant":
+        return None
+    attr = owner.attributes["value"]
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+
+
+def _argument_number(value: ir.Value, fn: func.FuncOp) -> int | None:
+    if isinstance(value, ir.BlockArgument) and value.owner == fn.entry_block:
+        return ir.BlockArgument(value).arg_number
+    return None
+
+
+def _size_source(size: ir.Value, fn: func.FuncOp) -> Source | None:
+    """Where an `index` size in `fn` comes from, if it is an argument's dim or a constant."""
+    constant = constant_index(size)
+    if constant is not None:
+        return constant
+    owner = defining_op(size)
+    if owner is None or owner.name != "tensor.dim":
+        return None
+    argument, dim = _argument_number(owner.operands[0], fn), constant_index(owner.operands[1])
+    return None if argument is None or dim is None else (argument, dim)
+
+
+def _dim_source(value: ir.Value, dim: int, fn: func.FuncOp) -> Source | None:
+    """Dim `dim` of `value` in `fn`, followed through destinations to its source."""
+    while True:
+        argument = _argument_number(value, fn)
+        if argument is not None:
+            return argument, dim
+        owner = defining_op(value)
+        if owner is None:
+            return None
+        if owner.name == "tensor.empty":
+            shape = ir.RankedTensorType(value.type).shape
+            dynamic = sum(1 for s in shape[:dim] if s == ir.ShapedType.get_dynamic_size())
+            return _size_source(owner.operands[dynamic], fn)
+        if not owner.name.startswith("linalg."):
+            return None
+        # A linalg op on tensors writes result i into its i-th init, the operands' tail.
+        result = ir.OpResult(value).result_number
+        value = owner.operands[len(owner.operands) - len(owner.results) + result]
+
+
+def _returned(fn: func.FuncOp) -> list[ir.Value]:
+    return list(fn.entry_block.operations[len(fn.entry_block.operations) - 1].operands)
+
+
+def _callee(call: ir.Operation) -> func.FuncOp | None:
+    module = call.parent
+    while module is not None and module.name != "builtin.module":
+        module = module.parent
+    if module is None:
+        return None
+    name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+    try:
+        callee = ir.SymbolTable(module)[name]
+    except KeyError:
+        return None
+    return callee if isinstance(callee, func.FuncOp) and not callee.is_external else None
+
+
+def call_result_dim(call: ir.Operation, result: int, dim: int) -> Source | None:
+    """Dim `dim` of a call's result `result`, as its callee computes it: from which
+    operand's dim, or a constant (None: the callee computes it otherwise)."""
+    callee = _callee(call)
+    return None if callee is None else _dim_source(_returned(callee)[result], dim, callee)
+
+
+def _resolve(dim_op: ir.Operation) -> None:
+    source, index = dim_op.operands[0], constant_index(dim_op.operands[1])
+    call = defining_op(source)
+    if index is None or call is None or call.name != "func.call":
+        return
+    found = call_result_dim(call, ir.OpResult(source).result_number, index)
+    if found is None:
+        return
+    with ir.InsertionPoint(dim_op), dim_op.location:
+        if isinstance(found, int):
+            size = arith.ConstantOp(ir.IndexType.get(), found).result
+        else:
+            argument, dim = found
+            size = tensor.dim(call.operands[argument], arith.ConstantOp(ir.IndexType.get(), dim).result)
+    dim_op.results[0].replace_all_uses_with(size)
+    dim_op.erase()
+
+
+@register_pass(NAME, "Read a call result's `?` sizes off the call's operands, as its callee computes them")
+def resolve_call_dims(module: ir.Operation) -> None:
+    for op in [op for op in nested_ops(module) if op.name == "tensor.dim"]:
+        _resolve(op)
