@@ -43,8 +43,8 @@ def permute(value: ir.Value, perm: tuple[int, ...]) -> ir.Value:
     """torch.permute(value, perm) as a transpose generic (what fusion folds away)."""
     rank = len(perm)
     in_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(perm.index(j)) for j in range(rank)])
-    in_shape = shapes.shape_of(value)
-    init = le.empty([in_shape[p] for p in perm], shapes.elem_of(value))
+    sizes = le.dims_of(value)
+    init = le.empty([sizes[p] for p in perm], shapes.elem_of(value))
     return le.generic([value], [in_map], [init], [le.identity_map(rank)], [le.PARALLEL] * rank, lambda a: [a[0]])[0]
 
 
@@ -139,7 +139,8 @@ def _writes_activation(op: ir.Operation) -> bool:
     if op.name != "linalg.generic" or len(op.results) != 1:
         return False
     shape = shapes.shape_of(op.results[0])
-    if len(shape) != 4 or shape[2] * shape[3] <= 1:
+    # A `?` image dim is taken as more than one pixel: either layout computes the same.
+    if len(shape) != 4 or (None not in shape[2:] and shape[2] * shape[3] <= 1):
         return False
     if not all(isinstance(e, ir.AffineDimExpr) for e in _maps(op)[-1].results):
         return False
@@ -161,7 +162,8 @@ def _fresh_init(init: ir.Value) -> str | None:
 
 def _nhwc_init(init: ir.Value) -> ir.Value:
     elem = shapes.elem_of(init)
-    empty = le.empty([shapes.shape_of(init)[p] for p in TO_NHWC], elem)
+    sizes = le.dims_of(init)
+    empty = le.empty([sizes[p] for p in TO_NHWC], elem)
     if _fresh_init(init) == "empty":
         return empty
     return le.fill(init.owner.operands[0], empty)

@@ -46,7 +46,8 @@ def _is_skinny(call: ir.Operation, kernels: dict[str, func.FuncOp]) -> bool:
     # b must be an (N, K) weight's transpose, so that each dot product reads contiguous K
     if isinstance(b.owner, ir.Block) or b.owner.name != "linalg.generic" or generic_perm(b.owner) != [1, 0]:
         return False
-    (m, k), (_, n) = shapes.shape_of(a), shapes.shape_of(b)
+    # K is the weight's: the activation's may be a `?` that equals it
+    m, (k, n) = shapes.shape_of(a)[0], shapes.shape_of(b)
     if None in (k, n):
         # Whether the weight is narrow is its size: the caller binds the sizes before this
         # stage (frontend/compile.py SymbolicRegion); a symbolic row count decides nothing.

@@ -201,7 +201,8 @@ def _erase_dead(fn: func.FuncOp) -> None:
         changed = False
         for op in reversed(list(fn.entry_block.operations)):
             o = op.operation
-            if o.name in ("func.return", "func.call") or (o.name == "tensor.empty" and _returned(o)):
+            # an op without results is there for its effect (a size assertion, the return)
+            if not o.results or o.name == "func.call" or (o.name == "tensor.empty" and _returned(o)):
                 continue
             if all(len(list(r.uses)) == 0 for r in o.results):
                 o.erase()

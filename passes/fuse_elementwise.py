@@ -19,25 +19,48 @@ from __future__ import annotations
 from mlir import ir, passmanager
 
 from mlirc.passes.fold_symbolic_reshapes import fold_reshape_pairs
+from mlirc.passes.ir_utils import nested_ops
 from mlirc.passes.registry import register_pass
 from mlirc.passes.resolve_call_dims import resolve_call_dims
 
 NAME = "mlirc-fuse-elementwise"
 _FUSE = "func.func(linalg-fuse-elementwise-ops),func.func(linalg-fold-unit-extent-dims),canonicalize,cse"
 _RESOLVE = "func.func(resolve-ranked-shaped-type-result-dims)"
-_MAX_ROUNDS = 8  # each round fuses across the reshape pairs the last one left
+_MAX_ROUNDS = 8  # each round fuses across what the last one left
 
 
 def _run(module: ir.Operation, pipeline: str) -> None:
     passmanager.PassManager.parse(f"builtin.module({pipeline})").run(module)
 
 
-@register_pass(NAME, "Fuse elementwise linalg producers into their consumers (upstream fusion + cleanup)")
-def fuse_elementwise(module: ir.Operation) -> None:
+def _round(module: ir.Operation) -> None:
     _run(module, _RESOLVE)
     resolve_call_dims(module)  # what the first resolve left read off calls; what that reads, again
     _run(module, f"{_RESOLVE},{_FUSE}")
-    for _ in range(_MAX_ROUNDS):
-        if not fold_reshape_pairs(module):
+
+
+def _fingerprint(module: ir.Operation) -> tuple[int, int]:
+    """(ops, `?` dims of their results): a round that changes neither did nothing."""
+    ops = dynamic = 0
+    for op in nested_ops(module):
+        ops += 1
+        for t in op.results.types:
+            if isinstance(t, ir.RankedTensorType):
+                dynamic += sum(ir.RankedTensorType(t).is_dynamic_dim(d) for d in range(ir.RankedTensorType(t).rank))
+    return ops, dynamic
+
+
+@register_pass(NAME, "Fuse elementwise linalg producers into their consumers (upstream fusion + cleanup)")
+def fuse_elementwise(module: ir.Operation) -> None:
+    _round(module)
+    # On static shapes upstream's rewrites reach their fixpoint in one round.  On `?`
+    # dims a round leaves what the next one fuses: reshape pairs (folded here), and
+    # sizes read off the ops it moved a reshape through, which kept a producer alive
+    # until resolved.
+    state = _fingerprint(module)
+    for _ in range(_MAX_ROUNDS if state[1] else 0):
+        fold_reshape_pairs(module)
+        _round(module)
+        state, before = _fingerprint(module), state
+        if state == before:
             break
-        _run(module, _FUSE)

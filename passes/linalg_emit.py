@@ -139,9 +139,12 @@ def index_const(value: int) -> ir.Value:
     return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
-def clamp_index(idx: ir.Value, size: int) -> ir.Value:
+def clamp_index(idx: ir.Value, size: dims.Dim) -> ir.Value:
     """Clamp into [0, size-1] so speculative or bad reads stay in bounds."""
-    upper = index_const(max(size - 1, 0))
+    if isinstance(size, int):
+        upper = index_const(max(size - 1, 0))
+    else:
+        upper = arith.maxsi(arith.subi(size, index_const(1)), index_const(0))
     return arith.minsi(arith.maxsi(idx, index_const(0)), upper)
 
 

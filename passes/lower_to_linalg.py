@@ -25,10 +25,10 @@ from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
 from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.passes import linalg_emit as le
 from mlirc.passes import lower_to_linalg_structured  # noqa: F401  (registers reductions, matmul, conv, pool)
-from mlirc.passes.ir_utils import defer, has_symbolic_sizes, is_deferred, resume_deferred
+from mlirc.passes.ir_utils import defer, is_deferred, resume_deferred
 from mlirc.passes.linalg_emit import PATTERNS, MlircOp, pattern
 from mlirc.passes.registry import register_pass
-from mlirc.passes.scalar_math import convert_scalar, scalar_body
+from mlirc.passes.scalar_math import const, convert_scalar, scalar_body
 
 NAME = "mlirc-lower-to-linalg"
 
@@ -142,6 +142,8 @@ def _concat(m: MlircOp) -> ir.Value:
     def read(idx: list[ir.Value], _args: list[ir.Value]) -> ir.Value:
         result, offset = None, 0
         for value, size in zip(m.operands, sizes, strict=False):
+            if size == 0 and (result is not None or any(sizes)):
+                continue  # an empty piece holds nothing to read (and no element to clamp to)
             local = arith.subi(idx[dim], le.index_const(offset))
             here = [*idx[:dim], le.clamp_index(local, size), *idx[dim + 1 :]]
             element = tensor.extract(value, here)
@@ -187,10 +189,19 @@ def _gather(m: MlircOp) -> ir.Value:
     rank = len(m.out_shape)
 
     def read(idx: list[ir.Value], args: list[ir.Value]) -> ir.Value:
-        where = le.clamp_index(arith.index_cast(ir.IndexType.get(), args[0]), size)
-        return tensor.extract(x, [*idx[:dim], where, *idx[dim + 1 :]])
+        return _read_at_index(x, idx, dim, size, args[0])
 
     return _gather_generic(m, [index], [le.identity_map(rank)], read)
+
+
+def _read_at_index(x: ir.Value, idx: list[ir.Value], dim: int, size: int, index: ir.Value) -> ir.Value:
+    """x at `idx` with dim `dim` replaced by `index`, clamped into it.  An empty dim
+    has no element to clamp to: any index is out of range there, and the op's check
+    raises, so nothing is read (a 0-size tensor's data pointer may be null)."""
+    if size == 0:
+        return const(shapes.elem_of(x), 0)
+    where = le.clamp_index(arith.index_cast(ir.IndexType.get(), index), size)
+    return tensor.extract(x, [*idx[:dim], where, *idx[dim + 1 :]])
 
 
 @pattern("index_select")
@@ -201,8 +212,7 @@ def _index_select(m: MlircOp) -> ir.Value:
     index_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(dim)])
 
     def read(idx: list[ir.Value], args: list[ir.Value]) -> ir.Value:
-        where = le.clamp_index(arith.index_cast(ir.IndexType.get(), args[0]), size)
-        return tensor.extract(x, [*idx[:dim], where, *idx[dim + 1 :]])
+        return _read_at_index(x, idx, dim, size, args[0])
 
     return _gather_generic(m, [index], [index_map], read)
 
@@ -229,11 +239,15 @@ def _concat_along_symbolic(op: ir.Operation) -> bool:
     return any(shapes.shape_of(v)[dim] is None for v in _tensors(op))
 
 
-# Lowerings that compute on static sizes, and when they need them: a padded window's
-# input is sized statically; a concatenation's pieces start at static offsets.
+def _symbolic_window(op: ir.Operation) -> bool:
+    return None in shapes.shape_of(op.operands[1])[2:]
+
+
+# Lowerings that compute on static sizes, and when they need them: a convolution's
+# window is its weight's (a graph argument may have `?` ones); a concatenation's
+# pieces start at static offsets.
 NEEDS_STATIC_SIZES: dict[str, Callable[[ir.Operation], bool]] = {
-    "mlirc.conv2d": has_symbolic_sizes,
-    "mlirc.max_pool2d": has_symbolic_sizes,
+    "mlirc.conv2d": _symbolic_window,
     "mlirc.concat": _concat_along_symbolic,
 }
 

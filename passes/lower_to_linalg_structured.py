@@ -7,7 +7,7 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from mlirc.dialects import shapes
+from mlirc.dialects import dims, shapes
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.linalg_emit import MlircOp, pattern
 from mlirc.passes.scalar_math import const
@@ -121,11 +121,10 @@ def _pad_spatial(x: ir.Value, padding: list[int], value: float) -> ir.Value:
     """Spatial padding as a gather-style generic (tensor.pad would bufferize to copies)."""
     if not any(padding):
         return x
-    n, c, h, w = shapes.shape_of(x)
+    n, c, h, w = le.dims_of(x)
     ph, pw = padding
     elem = shapes.elem_of(x)
-    out_shape = [n, c, h + 2 * ph, w + 2 * pw]
-    init = le.empty(out_shape, elem)
+    init = le.empty([n, c, dims.add(h, 2 * ph), dims.add(w, 2 * pw)], elem)
 
     def body(_args: list[ir.Value]) -> list[ir.Value]:
         idx = [le.index(d) for d in range(4)]
@@ -134,7 +133,7 @@ def _pad_spatial(x: ir.Value, padding: list[int], value: float) -> ir.Value:
             local = arith.subi(idx[d], le.index_const(low))
             ok = arith.andi(
                 arith.cmpi(arith.CmpIPredicate.sge, local, le.index_const(0)),
-                arith.cmpi(arith.CmpIPredicate.slt, local, le.index_const(size)),
+                arith.cmpi(arith.CmpIPredicate.slt, local, dims.as_index(size)),
             )
             inside = ok if inside is None else arith.andi(inside, ok)
             src.append(le.clamp_index(local, size))
@@ -150,14 +149,14 @@ def _conv2d(m: MlircOp) -> ir.Value:
     strides, dilations, groups = m.attr("stride"), m.attr("dilation"), m.attr("groups")
     if groups == 1:
         return linalg.conv_2d_nchw_fchw(x, weight, outs=[_zero_init(m)], strides=strides, dilations=dilations)
-    n, c, h, w = shapes.shape_of(x)
+    n, c, h, w = le.dims_of(x)
     f, cg, kh, kw = shapes.shape_of(weight)
-    _, _, oh, ow = m.out_shape
+    _, _, oh, ow = m.out_dims
     xg = le.reshape(x, [n, groups, c // groups, h, w])
     wg = le.reshape(weight, [groups, f // groups, cg, kh, kw])
     init = le.fill(const(m.out_elem, 0), le.empty([n, groups, f // groups, oh, ow], m.out_elem))
     out = linalg.conv_2d_ngchw_gfchw(xg, wg, outs=[init], strides=strides, dilations=dilations)
-    return le.reshape(out, m.out_shape)
+    return le.reshape(out, m.out_dims)
 
 
 @pattern("max_pool2d")
@@ -166,5 +165,5 @@ def _max_pool2d(m: MlircOp) -> ir.Value:
     kernel = m.attr("kernel")
     elem = m.out_elem
     window = le.empty(kernel, elem)
-    init = le.fill(const(elem, float("-inf")), le.empty(m.out_shape, elem))
+    init = le.fill(const(elem, float("-inf")), le.empty(m.out_dims, elem))
     return linalg.pooling_nchw_max(x, window, outs=[init], strides=m.attr("stride"), dilations=m.attr("dilation"))

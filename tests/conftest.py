@@ -51,11 +51,11 @@ def outcome(fn, *args):
         return None, err
 
 
-def assert_same_outcome(fn, *args):
+def assert_same_outcome(fn, *args, dynamic: bool | None = None):
     """Eager's values (bit for bit, NaN equal to NaN) or eager's exception type from
     the compiled fn; returns the compiled call's exception, if any."""
     expected, expected_error = outcome(fn, *args)
-    actual, actual_error = outcome(torch.compile(fn, backend="mlirc"), *args)
+    actual, actual_error = outcome(torch.compile(fn, backend="mlirc", dynamic=dynamic), *args)
     if expected_error is not None:
         assert actual_error is not None, f"eager raised {expected_error!r}, mlirc returned {actual}"
         assert type(actual_error) is type(expected_error), f"eager: {expected_error!r}\nmlirc: {actual_error!r}"

@@ -57,6 +57,11 @@ BAD_INDICES = [
     ),
     ("max_unpool_negative", unpool, (torch.randn(1, 2, 2, 2), T([[[[0, 1], [2, 15]], [[0, 1], [2, -1]]]]))),
     ("max_unpool_next_plane", unpool, (torch.randn(1, 2, 2, 2), T([[[[0, 1], [2, 16]], [[0, 1], [2, 3]]]]))),
+    *(  # any index into an empty dim (an empty tensor's data pointer may be null)
+        ("gather_from_empty", lambda x, i: torch.gather(x.clone(), 0, i), (torch.randn(0, 5), T([[0, 0], [3, 0]]))),
+        ("index_select_from_empty", lambda x, i: torch.index_select(x, 0, i), (torch.randn(0, 5), T([0, 0, 0]))),
+        ("embedding_from_empty", lambda w, i: F.embedding(i, w), (torch.randn(0, 4), T([[0, 0, 0]]))),
+    ),
 ]
 
 # Indices eager accepts, near the edges (negative ones wrap where eager wraps them).
@@ -74,6 +79,14 @@ GOOD_INDICES = [
 def test_bad_index_raises_eager_error(name, fn, args):
     assert assert_same_outcome(fn, *args) is not None
     assert mlirc.stats().fallback_nodes == 0, mlirc.stats().summary()  # raised by compiled code
+
+
+@pytest.mark.parametrize("name,fn,args", [c for c in BAD_INDICES if "empty" in c[0]], ids=lambda c: str(c))
+def test_bad_index_into_an_empty_dim_with_symbolic_sizes(name, fn, args):
+    """The same with dynamic=True: the empty dim is static (Dynamo specializes 0), the
+    others symbolic, and the kernels are formed before the sizes are known."""
+    assert assert_same_outcome(fn, *args, dynamic=True) is not None
+    assert mlirc.stats().fallback_nodes == 0, mlirc.stats().summary()
 
 
 @pytest.mark.parametrize("name,fn,args", GOOD_INDICES, ids=[c[0] for c in GOOD_INDICES])

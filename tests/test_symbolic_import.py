@@ -164,6 +164,10 @@ FORMED = {
     "attention_batch": MODELS["block"],
     "attention_sequence": (MODELS["block"][0], lambda n: torch.randn(5, n, 16)),
     "causal_sequence": (MODELS["causal"][0], lambda n: torch.randn(5, n, 16)),
+    # convolutions and max pooling over a symbolic batch, and over symbolic H and W
+    # (padded inputs sized from the image's dims), channels-last between them
+    "cnn_batch": MODELS["cnn"],
+    "cnn_image": (MODELS["cnn"][0], lambda n: torch.randn(5, 3, n + 4, n + 9)),
 }
 
 
@@ -172,8 +176,10 @@ def test_kernels_formed_on_symbolic_sizes(name, tmp_path):
     """Where nothing waits for a size (row-wise work over static rows, linear layers,
     a narrow head generated as a contraction, elementwise work), kernels are formed
     once on `?` dims and a new size only binds them: the kernel stage is not dumped
-    per size, and every size binds."""
+    per size, and every size binds.  Dynamo may make a second graph for a range of
+    sizes (a convolution's): each forms its kernels once."""
     model, make = FORMED[name]
+    counters.clear()
     compiled = torch.compile(model, backend="mlirc", dynamic=True)
     config.dump_dir = str(tmp_path)
     try:
@@ -183,12 +189,35 @@ def test_kernels_formed_on_symbolic_sizes(name, tmp_path):
                 torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     finally:
         config.dump_dir = None
-    stats = mlirc.stats()
-    assert stats.symbolic_imports == stats.symbolic_kernels == 1 and stats.symbolic_binds == 6, stats.summary()
-    assert stats.symbolic_bind_failures == 0, stats.summary()
-    (kernels,) = glob.glob(os.path.join(tmp_path, "*.kernels.mlir"))
-    assert "tensor<?x" in open(kernels).read()
+    stats, graphs = mlirc.stats(), counters["stats"]["unique_graphs"]
+    assert graphs <= 2 and stats.symbolic_imports == stats.symbolic_kernels == graphs, stats.summary()
+    assert stats.symbolic_binds == 6 and stats.symbolic_bind_failures == 0, stats.summary()
+    kernels = glob.glob(os.path.join(tmp_path, "*.kernels.mlir"))
+    assert len(kernels) == graphs and all("tensor<?x" in open(k).read() for k in kernels)
     assert len(glob.glob(os.path.join(tmp_path, "*.cpu.mlir"))) == 6
+
+
+def test_a_size_that_breaks_an_assumption_compiles_from_a_second_lowering(tmp_path):
+    """Softmax over a symbolic row length forms its kernels once, its sum unsplit
+    under an assertion (at most 2048 contiguous values); longer rows are compiled
+    from a second lowering, made once, where the sum waits for its length and is
+    split as on a static graph (chunks of 512)."""
+    compiled = torch.compile(lambda x: x.softmax(-1), backend="mlirc", dynamic=True)
+    config.dump_dir = str(tmp_path)
+    try:
+        for n in (5, 2048, 2049, 3001, 7):
+            x = torch.randn(3, n) * 4
+            torch.testing.assert_close(compiled(x), x.softmax(-1), rtol=1e-5, atol=1e-7)
+    finally:
+        config.dump_dir = None
+    stats = mlirc.stats()
+    assert stats.symbolic_kernels == 1 and stats.symbolic_binds == 5, stats.summary()
+    assert stats.symbolic_assumption_misses == 2 and stats.symbolic_bind_failures == 0, stats.summary()
+    assert len(glob.glob(os.path.join(tmp_path, "*-deferring.linalg.mlir"))) == 1
+    (long_rows,) = glob.glob(os.path.join(tmp_path, "*x3001.kernels.mlir"))
+    assert "x512xf32>" in open(long_rows).read()
+    (short_rows,) = glob.glob(os.path.join(tmp_path, "*x2048.cpu.mlir"))
+    assert not glob.glob(os.path.join(tmp_path, "*x2048.kernels.mlir"))  # bound after kernel formation
 
 
 def test_a_graph_that_needs_a_static_size_is_specialized_per_size():

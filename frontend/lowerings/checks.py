@@ -58,7 +58,8 @@ INDEX_RULES: dict[str, IndexRule] = {
     "index_select": IndexRule(
         "IndexError", "index out of range in self", error_empty="RuntimeError", checks_up_front=True
     ),
-    "embedding": IndexRule("IndexError", "index out of range in self"),
+    # an empty table fails index_select's own check first
+    "embedding": IndexRule("IndexError", "index out of range in self", error_empty_dim="RuntimeError"),
     "index_reduce": IndexRule("IndexError", "index out of range in self"),
     "gather": IndexRule("RuntimeError", _BOUNDS),
     "scatter": IndexRule("RuntimeError", _BOUNDS),

@@ -1,4 +1,4 @@
-// RUN: mlirc-opt %s -p mlirc-lower-to-linalg,mlirc-fuse-elementwise,mlirc-form-kernels,canonicalize | FileCheck %s
+// RUN: mlirc-opt %s --split-input-file -p mlirc-lower-to-linalg,mlirc-fuse-elementwise,mlirc-form-kernels,canonicalize | FileCheck %s
 
 // `?` dims: a kernel reads its sizes off its own operands (a `tensor.dim` of a value
 // it takes is cloned in with the ops that use it), so the entry keeps only calls
@@ -24,4 +24,23 @@ func.func @rows(%x: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?xf32>, tensor<
   %0 = "mlirc.exp"(%x) : (tensor<?x8xf32>) -> tensor<?x8xf32>
   %1 = "mlirc.reduce_sum"(%0) {dims = array<i64: 1>, keepdim = false} : (tensor<?x8xf32>) -> tensor<?xf32>
   return %0, %1, %x : tensor<?x8xf32>, tensor<?xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// A size assertion (mlirc-split-reductions' assume-short-sums) stays on the host
+// beside the calls: it has no results, it is there for its effect.
+// CHECK-LABEL: func.func @asserted
+// CHECK: %[[N:.*]] = tensor.dim %arg0
+// CHECK: %[[SHORT:.*]] = arith.cmpi ule, %[[N]]
+// CHECK: cf.assert %[[SHORT]], "short rows"
+// CHECK: call @kernel_
+func.func @asserted(%x: tensor<?x8xf32>) -> tensor<?xf32> attributes {mlirc.entry} {
+  %c0 = arith.constant 0 : index
+  %c2048 = arith.constant 2048 : index
+  %n = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %short = arith.cmpi ule, %n, %c2048 : index
+  cf.assert %short, "short rows"
+  %0 = "mlirc.reduce_sum"(%x) {dims = array<i64: 1>, keepdim = false} : (tensor<?x8xf32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
 }

@@ -69,15 +69,20 @@ func.func @reshape_swap(%a: tensor<?x?xf32>, %s: index, %t: index) -> tensor<?x?
 // -----
 
 // Ops that wait for static sizes stay mlirc ops while they have `?` dims: one an
-// earlier pass deferred (a sum whose split depends on its length), a window op of
-// symbolic shape (its padded input is sized statically), a concatenation along a
-// symbolic dim (its pieces' offsets); one along a static dim is lowered.  What reads
-// them is lowered, taking their sizes with tensor.dim.
+// earlier pass deferred (a sum whose split depends on its length), a concatenation
+// along a symbolic dim (its pieces' offsets); one along a static dim is lowered.
+// What reads them is lowered, taking their sizes with tensor.dim.  A window op of
+// symbolic image size is lowered: its padded input and its result are sized from
+// the input's dims (H + 2 pad; (H + 2 pad - k) floordiv stride + 1).
 // CHECK-LABEL: func.func @waits_for_sizes
 // CHECK: %[[SUM:.*]] = "mlirc.reduce_sum"(%arg0) {dims = array<i64: 1>, keepdim = false, mlirc.deferred = "mlirc-split-reductions"}
 // CHECK: tensor.dim %[[SUM]], %c0
 // CHECK: linalg.generic
-// CHECK: "mlirc.conv2d"(%arg1, %arg2) {dilation = array<i64: 1, 1>, groups = 1 : i64, mlirc.deferred = "mlirc-lower-to-linalg"
+// CHECK: %[[H:.*]] = tensor.dim %arg1, %c2
+// CHECK: %[[PH:.*]] = arith.addi %[[H]], %c2
+// CHECK: tensor.empty(%[[PH]], %{{.*}}) : tensor<1x3x?x?xf32>
+// CHECK: arith.floordivsi
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} -> tensor<1x4x?x?xf32>
 // CHECK: "mlirc.concat"(%arg3, %arg3) {dim = 0 : i64, mlirc.deferred = "mlirc-lower-to-linalg"}
 // CHECK-NOT: "mlirc.concat"
 func.func @waits_for_sizes(%a: tensor<?x?xf32>, %x: tensor<1x3x?x?xf32>, %w: tensor<4x3x3x3xf32>, %c: tensor<?x5xf32>)
@@ -88,4 +93,15 @@ func.func @waits_for_sizes(%a: tensor<?x?xf32>, %x: tensor<1x3x?x?xf32>, %w: ten
   %3 = "mlirc.concat"(%c, %c) {dim = 0 : i64} : (tensor<?x5xf32>, tensor<?x5xf32>) -> tensor<?x5xf32>
   %4 = "mlirc.concat"(%c, %c) {dim = 1 : i64} : (tensor<?x5xf32>, tensor<?x5xf32>) -> tensor<?x10xf32>
   return %1, %2, %3, %4 : tensor<?xf32>, tensor<1x4x?x?xf32>, tensor<?x5xf32>, tensor<?x10xf32>
+}
+
+// -----
+
+// A convolution whose weight is a graph argument of symbolic window size waits: its
+// window's size decides its lowering.
+// CHECK-LABEL: func.func @symbolic_window
+// CHECK: "mlirc.conv2d"(%arg0, %arg1) {{.*}}mlirc.deferred = "mlirc-lower-to-linalg"
+func.func @symbolic_window(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x?x?xf32>) -> tensor<1x4x?x?xf32> {
+  %0 = "mlirc.conv2d"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x3x9x9xf32>, tensor<4x3x?x?xf32>) -> tensor<1x4x?x?xf32>
+  return %0 : tensor<1x4x?x?xf32>
 }
