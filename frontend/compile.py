@@ -116,7 +116,7 @@ def _run_stage(
     pipeline = configured(stage, options)
     try:
         run_passes(module, [pipeline], stage=f"mlirc-stage-{stage}")
-    except PipelineError as err:
+    except PipelineError as err:  # any kind (a stage's caller only asks whether it failed) gets the repro
         raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, pipeline)) from err
     if keep_text or config.dump_dir:
         stage_ir[stage] = str(module)

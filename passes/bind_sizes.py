@@ -334,6 +334,8 @@ def _specialize_call(
         counts[callee.sym_name.value] -= 1
         callee = _copy(module, callee, functions)
         counts[callee.sym_name.value] = 1
+        for inner in _calls_in(callee):  # the copy calls what its original calls
+            counts[inner] = counts.get(inner, 0) + 1
         call.attributes["callee"] = ir.FlatSymbolRefAttr.get(callee.sym_name.value)
     arguments = list(callee.entry_block.arguments)
     for i, source in enumerate(sources):
@@ -351,6 +353,14 @@ def _specialize_call(
 def _constant_op(value: ir.Value) -> ir.Operation | None:
     owner = value.owner
     return None if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant" else owner.operation
+
+
+def _calls_in(fn: func.FuncOp) -> list[str]:
+    """The callees of `fn`'s calls, one entry per call."""
+    if fn.is_external:
+        return []
+    ops = (op.operation for op in fn.entry_block.operations)
+    return [ir.FlatSymbolRefAttr(op.attributes["callee"]).value for op in ops if op.name == "func.call"]
 
 
 def _calls(module: ir.Operation) -> dict[str, list[ir.Operation]]:

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 from mlir import ir
 
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import defining_op, nested_ops
 from mlirc.passes.registry import register_pass
-from mlirc.passes.resolve_call_dims import defining_op
-from mlirc.passes.size_keys import dim_key, same_size, size_key
+from mlirc.passes.size_keys import SizeKeys, same_size
 
 NAME = "mlirc-fold-symbolic-reshapes"
 
 
-def _undone_collapse(expand: ir.Operation) -> ir.Value | None:
+def _undone_collapse(expand: ir.Operation, keys: SizeKeys) -> ir.Value | None:
     """The tensor that `expand` gives back unchanged, if it undoes a collapse of one."""
     collapse = defining_op(expand.operands[0])
     if collapse is None or collapse.name != "tensor.collapse_shape":
@@ -35,7 +34,7 @@ def _undone_collapse(expand: ir.Operation) -> ir.Value | None:
     shape = ir.RankedTensorType(source.type).shape
     sizes = iter(list(expand.operands)[1:])
     for dim, size in enumerate(shape):
-        if size == ir.ShapedType.get_dynamic_size() and not same_size(size_key(next(sizes)), dim_key(source, dim)):
+        if size == ir.ShapedType.get_dynamic_size() and not same_size(keys.size(next(sizes)), keys.dim(source, dim)):
             return None
     return source
 
@@ -44,7 +43,8 @@ def fold_reshape_pairs(module: ir.Operation) -> int:
     """Fold the pairs; how many folded."""
     folded = 0
     for op in [op for op in nested_ops(module) if op.name == "tensor.expand_shape"]:
-        source = _undone_collapse(op)
+        # keys of this IR: a fold erases ops, whose values' addresses may come back
+        source = _undone_collapse(op, SizeKeys())
         if source is not None:
             op.results[0].replace_all_uses_with(source)
             op.erase()

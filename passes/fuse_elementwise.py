@@ -12,6 +12,8 @@ is a second use that kept the producer alive beside its fused copy (an arange
 reshaped for a mask); it is first read off the producer's own operands instead,
 and off a call's operands (mlirc-resolve-call-dims), so that sizes known equal are
 one value and the reshapes between producers and consumers fold as on static dims.
+The upstream passes run inside this one (nested pass managers, in rounds): to see
+each one's IR, run them by name (`func.func(linalg-fuse-elementwise-ops)`, ...).
 """
 
 from __future__ import annotations

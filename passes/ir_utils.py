@@ -12,6 +12,33 @@ from mlirc.dialects.attributes import DEFERRED_ATTR, ENTRY_ATTR, KERNEL_ATTR
 from mlirc.errors import StaticSizesNeeded
 
 
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    """The op that makes `value`; None for a block argument."""
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def constant_index(value: ir.Value) -> int | None:
+    """The value of an integer `arith.constant`, else None."""
+    owner = defining_op(value)
+    if owner is None or owner.name != "arith.constant":
+        return None
+    attr = owner.attributes["value"]
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+
+
+def entry_block_argument(value: ir.Value) -> int | None:
+    """The argument number of `value` where it is an argument of a function (its
+    entry block's: another block's arguments are not the function's)."""
+    if not isinstance(value, ir.BlockArgument):
+        return None
+    block = ir.BlockArgument(value).owner
+    owner = block.owner
+    if not isinstance(owner, func.FuncOp) or block != owner.entry_block:
+        return None
+    return ir.BlockArgument(value).arg_number
+
+
 def nested_ops(op: ir.Operation) -> Iterator[ir.Operation]:
     """Every op inside `op`'s regions, outer before inner, in program order."""
     for region in op.regions:

@@ -22,7 +22,7 @@ from mlir.dialects import arith, func, tensor
 
 from mlirc.dialects import shapes
 from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
-from mlirc.errors import MlircError, UnsupportedOpError
+from mlirc.errors import MlircError, StaticSizesNeeded, UnsupportedOpError
 from mlirc.passes import linalg_emit as le
 from mlirc.passes import lower_to_linalg_structured  # noqa: F401  (registers reductions, matmul, conv, pool)
 from mlirc.passes.ir_utils import defer, is_deferred, resume_deferred
@@ -194,10 +194,13 @@ def _gather(m: MlircOp) -> ir.Value:
     return _gather_generic(m, [index], [le.identity_map(rank)], read)
 
 
-def _read_at_index(x: ir.Value, idx: list[ir.Value], dim: int, size: int, index: ir.Value) -> ir.Value:
+def _read_at_index(x: ir.Value, idx: list[ir.Value], dim: int, size: int | None, index: ir.Value) -> ir.Value:
     """x at `idx` with dim `dim` replaced by `index`, clamped into it.  An empty dim
     has no element to clamp to: any index is out of range there, and the op's check
-    raises, so nothing is read (a 0-size tensor's data pointer may be null)."""
+    raises, so nothing is read (a 0-size tensor's data pointer may be null).  Along a
+    `?` dim (which may be empty, `s0 - 1`) the sizes are bound first."""
+    if size is None:
+        raise StaticSizesNeeded(NAME, "an index into a dim of symbolic size")
     if size == 0:
         return const(shapes.elem_of(x), 0)
     where = le.clamp_index(arith.index_cast(ir.IndexType.get(), index), size)
@@ -243,12 +246,19 @@ def _symbolic_window(op: ir.Operation) -> bool:
     return None in shapes.shape_of(op.operands[1])[2:]
 
 
+def _indexes_symbolic_dim(op: ir.Operation) -> bool:
+    return shapes.shape_of(op.operands[0])[ir.IntegerAttr(op.attributes["dim"]).value] is None
+
+
 # Lowerings that compute on static sizes, and when they need them: a convolution's
 # window is its weight's (a graph argument may have `?` ones); a concatenation's
-# pieces start at static offsets.
+# pieces start at static offsets; a gather's reads are clamped into the indexed dim,
+# which must not be empty (a `?` one may be: s0 - 1).
 NEEDS_STATIC_SIZES: dict[str, Callable[[ir.Operation], bool]] = {
     "mlirc.conv2d": _symbolic_window,
     "mlirc.concat": _concat_along_symbolic,
+    "mlirc.gather": _indexes_symbolic_dim,
+    "mlirc.index_select": _indexes_symbolic_dim,
 }
 
 

@@ -239,8 +239,10 @@ def run_passes(module: ir.Module, elements: Sequence[str], stage: str = "") -> N
     try:
         pm.run(module.operation)
     except Exception as err:  # MLIR reports pass failures as a generic exception
-        if _raised and isinstance(_raised[-1], PipelineError):  # its type tells the caller what to do
-            raise _raised[-1] from err
+        raised = _raised.pop() if _raised else None
+        _raised.clear()  # (their frames would stay alive until the next run)
+        if isinstance(raised, PipelineError):  # its type tells the caller what to do
+            raise raised from err
         failed = _failures[-1] if _failures else str(err)
         name = failed.split(":", 1)[0] if _failures else (stage or ",".join(elements))
         raise PipelineError(name, failed) from err

@@ -17,7 +17,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, tensor
 
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import constant_index, defining_op, entry_block_argument, nested_ops
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-resolve-call-dims"
@@ -26,23 +26,9 @@ NAME = "mlirc-resolve-call-dims"
 Source = tuple[int, int] | int
 
 
-def defining_op(value: ir.Value) -> ir.Operation | None:
-    owner = value.owner
-    return None if isinstance(owner, ir.Block) else owner.operation
-
-
-def constant_index(value: ir.Value) -> int | None:
-    owner = defining_op(value)
-    if owner is None or owner.name != "arith.constant":
-        return None
-    attr = owner.attributes["value"]
-    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
-
-
-def _argument_number(value: ir.Value, fn: func.FuncOp) -> int | None:
-    if isinstance(value, ir.BlockArgument) and value.owner == fn.entry_block:
-        return ir.BlockArgument(value).arg_number
-    return None
+def _argument_of(value: ir.Value, fn: func.FuncOp) -> int | None:
+    number = entry_block_argument(value)
+    return number if number is not None and ir.BlockArgument(value).owner == fn.entry_block else None
 
 
 def _size_source(size: ir.Value, fn: func.FuncOp) -> Source | None:
@@ -53,14 +39,14 @@ def _size_source(size: ir.Value, fn: func.FuncOp) -> Source | None:
     owner = defining_op(size)
     if owner is None or owner.name != "tensor.dim":
         return None
-    argument, dim = _argument_number(owner.operands[0], fn), constant_index(owner.operands[1])
+    argument, dim = _argument_of(owner.operands[0], fn), constant_index(owner.operands[1])
     return None if argument is None or dim is None else (argument, dim)
 
 
 def _dim_source(value: ir.Value, dim: int, fn: func.FuncOp) -> Source | None:
     """Dim `dim` of `value` in `fn`, followed through destinations to its source."""
     while True:
-        argument = _argument_number(value, fn)
+        argument = _argument_of(value, fn)
         if argument is not None:
             return argument, dim
         owner = defining_op(value)
@@ -70,15 +56,26 @@ def _dim_source(value: ir.Value, dim: int, fn: func.FuncOp) -> Source | None:
             shape = ir.RankedTensorType(value.type).shape
             dynamic = sum(1 for s in shape[:dim] if s == ir.ShapedType.get_dynamic_size())
             return _size_source(owner.operands[dynamic], fn)
-        if not owner.name.startswith("linalg."):
+        init = linalg_init(owner, ir.OpResult(value).result_number)
+        if init is None:
             return None
-        # A linalg op on tensors writes result i into its i-th init, the operands' tail.
-        result = ir.OpResult(value).result_number
-        value = owner.operands[len(owner.operands) - len(owner.results) + result]
+        value = init
 
 
-def _returned(fn: func.FuncOp) -> list[ir.Value]:
-    return list(fn.entry_block.operations[len(fn.entry_block.operations) - 1].operands)
+def linalg_init(op: ir.Operation, result: int) -> ir.Value | None:
+    """The init a linalg op on tensors writes result `result` into: its outs are the
+    second operand segment (ins, outs).  None for other ops (linalg.pack's segments
+    hold more)."""
+    if not op.name.startswith("linalg.") or "operandSegmentSizes" not in op.attributes:
+        return None
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    return op.operands[segments[0] + result] if len(segments) == 2 and result < segments[1] else None
+
+
+def _returned(fn: func.FuncOp) -> list[ir.Value] | None:
+    """What a one-block function returns (None for a function of several blocks)."""
+    terminator = fn.entry_block.operations[len(fn.entry_block.operations) - 1]
+    return list(terminator.operands) if terminator.operation.name == "func.return" else None
 
 
 def _callee(call: ir.Operation) -> func.FuncOp | None:
@@ -99,7 +96,8 @@ def call_result_dim(call: ir.Operation, result: int, dim: int) -> Source | None:
     """Dim `dim` of a call's result `result`, as its callee computes it: from which
     operand's dim, or a constant (None: the callee computes it otherwise)."""
     callee = _callee(call)
-    return None if callee is None else _dim_source(_returned(callee)[result], dim, callee)
+    returned = None if callee is None else _returned(callee)
+    return None if returned is None else _dim_source(returned[result], dim, callee)
 
 
 def _resolve(dim_op: ir.Operation) -> None:

@@ -13,62 +13,86 @@ nothing, not even itself.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from mlir import ir
-from mlir.dialects import func
 
-from mlirc.passes.resolve_call_dims import call_result_dim, constant_index, defining_op
+from mlirc.passes.ir_utils import constant_index, defining_op, entry_block_argument
+from mlirc.passes.resolve_call_dims import call_result_dim, linalg_init
 
-Key = Hashable
+Key = int  # an interned size expression (SizeKeys)
 
 _COMMUTATIVE = ("arith.addi", "arith.muli")
 _ARITHMETIC = (*_COMMUTATIVE, "arith.subi", "arith.divsi", "arith.divui", "arith.floordivsi", "arith.ceildivsi")
 _MAX_DEPTH = 64  # a size is a short expression; deeper is treated as unknown
 
 
-def size_key(size: ir.Value, depth: int = 0) -> Key | None:
-    """The key of an `index` value."""
-    constant = constant_index(size)
-    if constant is not None:
-        return constant
-    if depth > _MAX_DEPTH:
-        return None
-    if isinstance(size, ir.BlockArgument):
-        block_arg = ir.BlockArgument(size)
-        return ("index-arg", block_arg.arg_number) if isinstance(block_arg.owner.owner, func.FuncOp) else None
-    op = defining_op(size)
-    if op is None:
-        return None
-    if op.name == "tensor.dim":
-        index = constant_index(op.operands[1])
-        return None if index is None else dim_key(op.operands[0], index, depth + 1)
-    if op.name in _ARITHMETIC:
-        keys = [size_key(v, depth + 1) for v in op.operands]
-        if any(k is None for k in keys):
+class SizeKeys:
+    """Keys of sizes, each computed once and interned as a small int (a size's
+    expression is a DAG: a key spelled out as nested tuples would grow with its
+    paths, not its nodes).  Keys compare only within one SizeKeys."""
+
+    def __init__(self) -> None:
+        self._sizes: dict[ir.Value, Key | None] = {}
+        self._dims: dict[tuple[ir.Value, int], Key | None] = {}
+        self._ids: dict[tuple, int] = {}
+
+    def _intern(self, *parts: Hashable) -> int:
+        return self._ids.setdefault(parts, len(self._ids))
+
+    def size(self, size: ir.Value, depth: int = 0) -> Key | None:
+        """The key of an `index` value."""
+        if size not in self._sizes:
+            self._sizes[size] = None if depth > _MAX_DEPTH else self._size(size, depth)
+        return self._sizes[size]
+
+    def dim(self, tensor: ir.Value, dim: int, depth: int = 0) -> Key | None:
+        """The key of dim `dim` of a tensor value."""
+        if (tensor, dim) not in self._dims:
+            self._dims[tensor, dim] = None if depth > _MAX_DEPTH else self._dim(tensor, dim, depth)
+        return self._dims[tensor, dim]
+
+    def _size(self, size: ir.Value, depth: int) -> Key | None:
+        constant = constant_index(size)
+        if constant is not None:
+            return self._intern("constant", constant)
+        argument = entry_block_argument(size)
+        if argument is not None:
+            return self._intern("index-arg", argument)
+        op = defining_op(size)
+        if op is None:
             return None
-        return (op.name, *(sorted(keys, key=repr) if op.name in _COMMUTATIVE else keys))
-    if op.name == "affine.apply":
-        keys = [size_key(v, depth + 1) for v in op.operands]
-        return None if any(k is None for k in keys) else (str(op.attributes["map"]), *keys)
-    return None
-
-
-def dim_key(tensor: ir.Value, dim: int, depth: int = 0) -> Key | None:
-    """The key of dim `dim` of a tensor value."""
-    static = ir.RankedTensorType(tensor.type).shape[dim]
-    if static != ir.ShapedType.get_dynamic_size():
-        return static
-    if depth > _MAX_DEPTH:
+        if op.name == "tensor.dim":
+            index = constant_index(op.operands[1])
+            return None if index is None else self.dim(op.operands[0], index, depth + 1)
+        if op.name in _ARITHMETIC or op.name == "affine.apply":
+            keys = [self.size(v, depth + 1) for v in op.operands]
+            if any(k is None for k in keys):
+                return None
+            if op.name == "affine.apply":
+                return self._intern(str(op.attributes["map"]), *keys)
+            return self.combined(op.name, keys)
         return None
-    if isinstance(tensor, ir.BlockArgument):
-        block_arg = ir.BlockArgument(tensor)
-        return ("dim", block_arg.arg_number, dim) if isinstance(block_arg.owner.owner, func.FuncOp) else None
-    op = defining_op(tensor)
-    if op is None:
-        return None
-    rule = _DIM_RULES.get(op.name) or (_linalg_dim if op.name.startswith("linalg.") else None)
-    return None if rule is None else rule(op, ir.OpResult(tensor).result_number, dim, depth + 1)
+
+    def _dim(self, tensor: ir.Value, dim: int, depth: int) -> Key | None:
+        static = ir.RankedTensorType(tensor.type).shape[dim]
+        if static != ir.ShapedType.get_dynamic_size():
+            return self._intern("constant", static)
+        argument = entry_block_argument(tensor)
+        if argument is not None:
+            return self._intern("dim", argument, dim)
+        op = defining_op(tensor)
+        if op is None:
+            return None
+        if op.name.startswith("linalg."):
+            init = linalg_init(op, ir.OpResult(tensor).result_number)
+            return None if init is None else self.dim(init, dim, depth + 1)
+        rule = _DIM_RULES.get(op.name)
+        return None if rule is None else rule(self, op, ir.OpResult(tensor).result_number, dim, depth + 1)
+
+    def combined(self, name: str, keys: list[Key]) -> Key:
+        """The key of arithmetic `name` on sizes of `keys` (in any order where it commutes)."""
+        return self._intern(name, *(sorted(keys) if name in _COMMUTATIVE else keys))
 
 
 def same_size(a: Key | None, b: Key | None) -> bool:
@@ -80,44 +104,41 @@ def _dynamic_operand(op: ir.Operation, shape: list[int], dim: int, first: int) -
     return op.operands[first + sum(1 for s in shape[:dim] if s == ir.ShapedType.get_dynamic_size())]
 
 
-def _empty_dim(op: ir.Operation, _result: int, dim: int, depth: int) -> Key | None:
-    return size_key(_dynamic_operand(op, ir.RankedTensorType(op.results[0].type).shape, dim, 0), depth)
+def _empty_dim(keys: SizeKeys, op: ir.Operation, _result: int, dim: int, depth: int) -> Key | None:
+    return keys.size(_dynamic_operand(op, ir.RankedTensorType(op.results[0].type).shape, dim, 0), depth)
 
 
-def _expand_dim(op: ir.Operation, _result: int, dim: int, depth: int) -> Key | None:
-    return size_key(_dynamic_operand(op, ir.RankedTensorType(op.results[0].type).shape, dim, 1), depth)
+def _expand_dim(keys: SizeKeys, op: ir.Operation, _result: int, dim: int, depth: int) -> Key | None:
+    return keys.size(_dynamic_operand(op, ir.RankedTensorType(op.results[0].type).shape, dim, 1), depth)
 
 
-def _collapse_dim(op: ir.Operation, _result: int, dim: int, depth: int) -> Key | None:
+def _collapse_dim(keys: SizeKeys, op: ir.Operation, _result: int, dim: int, depth: int) -> Key | None:
     groups = [list(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.attributes["reassociation"])]
-    keys = [dim_key(op.operands[0], ir.IntegerAttr(d).value, depth) for d in groups[dim]]
-    if any(k is None for k in keys):
+    found = [keys.dim(op.operands[0], ir.IntegerAttr(d).value, depth) for d in groups[dim]]
+    if any(k is None for k in found):
         return None
-    return keys[0] if len(keys) == 1 else ("arith.muli", *sorted(keys, key=repr))
+    return found[0] if len(found) == 1 else keys.combined("arith.muli", found)
 
 
-def _slice_dim(op: ir.Operation, _result: int, dim: int, depth: int) -> Key | None:
+def _slice_dim(keys: SizeKeys, op: ir.Operation, _result: int, dim: int, depth: int) -> Key | None:
     sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    if len(sizes) != ir.RankedTensorType(op.results[0].type).rank:
+        return None  # rank-reducing: which unit dims were dropped is the op's to infer
     offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
     dynamic = ir.ShapedType.get_dynamic_size()
     first = 1 + sum(1 for o in offsets if o == dynamic)
-    return size_key(op.operands[first + sum(1 for s in sizes[:dim] if s == dynamic)], depth)
+    return keys.size(op.operands[first + sum(1 for s in sizes[:dim] if s == dynamic)], depth)
 
 
-def _call_dim(op: ir.Operation, result: int, dim: int, depth: int) -> Key | None:
+def _call_dim(keys: SizeKeys, op: ir.Operation, result: int, dim: int, depth: int) -> Key | None:
     found = call_result_dim(op, result, dim)
     if found is None or isinstance(found, int):
         return found
     argument, argument_dim = found
-    return dim_key(op.operands[argument], argument_dim, depth)
+    return keys.dim(op.operands[argument], argument_dim, depth)
 
 
-def _linalg_dim(op: ir.Operation, result: int, dim: int, depth: int) -> Key | None:
-    # A linalg op on tensors writes result i into its i-th init, the operands' tail.
-    return dim_key(op.operands[len(op.operands) - len(op.results) + result], dim, depth)
-
-
-_DIM_RULES = {
+_DIM_RULES: dict[str, Callable[[SizeKeys, ir.Operation, int, int, int], Key | None]] = {
     "tensor.empty": _empty_dim,
     "tensor.expand_shape": _expand_dim,
     "tensor.collapse_shape": _collapse_dim,

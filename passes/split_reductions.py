@@ -15,6 +15,14 @@ over several dims is taken one dim at a time (runs of adjacent dims merged first
 A dim whose later dims are all 1 is the contiguous, vectorized one: its chunks are
 long; a chunk of any other dim is one sequential add per step in every lane, so
 its chunks are short.
+
+Whether a sum over `?` values splits depends on its length.  By default it waits for
+the sizes (passes/ir_utils.py defer).  With `assume-short-sums` it is compiled
+unsplit, under a `cf.assert` that no split is due (the negation of `_splits` on its
+length): a symbolic graph then forms its kernels once for every size that keeps the
+assertion (a softmax over a sequence of up to 2048), and mlirc-bind-sizes refuses a
+size that breaks it (frontend/compile.py SymbolicRegion lowers the graph again,
+deferring).
 """
 
 from __future__ import annotations

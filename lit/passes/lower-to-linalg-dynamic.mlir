@@ -105,3 +105,16 @@ func.func @symbolic_window(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x?x?xf32>) -> 
   %0 = "mlirc.conv2d"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x3x9x9xf32>, tensor<4x3x?x?xf32>) -> tensor<1x4x?x?xf32>
   return %0 : tensor<1x4x?x?xf32>
 }
+
+// -----
+
+// A gather or index_select along a `?` dim waits: its reads are clamped into that
+// dim, which may be empty at some size (s0 - 1), where nothing may be read.
+// CHECK-LABEL: func.func @indexed_symbolic_dim
+// CHECK: "mlirc.index_select"(%arg0, %arg1) {dim = 0 : i64, mlirc.deferred = "mlirc-lower-to-linalg"}
+// CHECK: "mlirc.gather"(%arg0, %arg2) {dim = 0 : i64, mlirc.deferred = "mlirc-lower-to-linalg"}
+func.func @indexed_symbolic_dim(%x: tensor<?x5xf32>, %j: tensor<3xi64>, %i: tensor<2x5xi64>) -> (tensor<3x5xf32>, tensor<2x5xf32>) {
+  %0 = "mlirc.index_select"(%x, %j) {dim = 0 : i64} : (tensor<?x5xf32>, tensor<3xi64>) -> tensor<3x5xf32>
+  %1 = "mlirc.gather"(%x, %i) {dim = 0 : i64} : (tensor<?x5xf32>, tensor<2x5xi64>) -> tensor<2x5xf32>
+  return %0, %1 : tensor<3x5xf32>, tensor<2x5xf32>
+}
