@@ -27,6 +27,7 @@ deferring).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir
@@ -189,20 +190,22 @@ def _equals(size: Size, value: int) -> Bit:
     return _compare(arith.CmpIPredicate.eq, size, value)
 
 
+def _logical(a: Bit, b: Bit, absorbing: bool, build: Callable[[ir.Value, ir.Value], ir.Value]) -> Bit:
+    """a AND b (`absorbing` False) or a OR b (True), with None unknown: decided where
+    the known side decides, computed in the IR where both are values."""
+    if a is absorbing or b is absorbing:
+        return absorbing
+    if a is (not absorbing) or b is (not absorbing):
+        return b if a is (not absorbing) else a
+    return None if a is None or b is None else build(a, b)
+
+
 def _and(a: Bit, b: Bit) -> Bit:
-    if a is False or b is False:
-        return False
-    if a is True or b is True:
-        return b if a is True else a
-    return None if a is None or b is None else arith.andi(a, b)
+    return _logical(a, b, False, arith.andi)
 
 
 def _or(a: Bit, b: Bit) -> Bit:
-    if a is True or b is True:
-        return True
-    if a is False or b is False:
-        return b if a is False else a
-    return None if a is None or b is None else arith.ori(a, b)
+    return _logical(a, b, True, arith.ori)
 
 
 def _defer_with_broadcast(op: ir.Operation) -> None:
