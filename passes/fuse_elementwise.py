@@ -54,11 +54,15 @@ def _fingerprint(module: ir.Operation) -> tuple[int, int]:
 
 @register_pass(NAME, "Fuse elementwise linalg producers into their consumers (upstream fusion + cleanup)")
 def fuse_elementwise(module: ir.Operation) -> None:
+    if not _fingerprint(module)[1]:
+        # Static shapes: upstream's rewrites reach their fixpoint in one run, and
+        # there is no size to resolve.
+        _run(module, f"{_RESOLVE},{_FUSE}")
+        return
+    # On `?` dims a round leaves what the next one fuses: reshape pairs (folded
+    # here), and sizes read off the ops it moved a reshape through, which kept a
+    # producer alive until resolved.
     _round(module)
-    # On static shapes upstream's rewrites reach their fixpoint in one round.  On `?`
-    # dims a round leaves what the next one fuses: reshape pairs (folded here), and
-    # sizes read off the ops it moved a reshape through, which kept a producer alive
-    # until resolved.
     state = _fingerprint(module)
     for _ in range(_MAX_ROUNDS if state[1] else 0):
         fold_reshape_pairs(module)
