@@ -1,9 +1,9 @@
 """mlirc-cpu-omp-dispatch: run chunked kernels on torch's OpenMP threads.
 
-Runs on the LLVM dialect, after mlirc-cpu-parallelize made `kernel_N` a call of
-`kernel_N_chunk(<args>, lo, hi)` over the whole range (its `mlirc.parallel`
-attribute holds lb, ub, step).  kernel_N's body becomes a GOMP_parallel call; each
-thread computes its share of the loop's trips and runs the chunk on it.
+Runs on the LLVM dialect, after mlirc-cpu-parallelize made `kernel_N` call
+`kernel_N_parallel(<args>, lb, ub)`, declared with the chunked loop's step in its
+`mlirc.parallel` attribute.  This pass defines it: a GOMP_parallel call; each
+thread computes its share of the loop's trips and runs `kernel_N_chunk` on it.
 
 Why libgomp's GOMP_parallel: torch's CPU wheels run their own ops on libgomp, so
 our kernels share its thread team (no second pool spinning against torch's, as
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from mlirc.dialects.attributes import KERNEL_ATTR, PARALLEL_ATTR
+from mlirc.dialects.attributes import PARALLEL_ATTR
+from mlirc.errors import PipelineError
 from mlirc.passes.registry import register_pass
 
 RUNTIME = {
@@ -29,51 +30,55 @@ RUNTIME = {
 }
 
 
-def _worker(name: str, num_args: int, lb: int, ub: int, step: int) -> str:
-    trips = (ub - lb + step - 1) // step
+def _worker(name: str, types: list[str], step: int) -> str:
+    """Each thread's share of [lo, hi): the arguments, lo and hi come in a context
+    array of 8-byte slots (pointers and sizes alike)."""
+    count = len(types)
     loads = "\n".join(
-        f"    %p{i} = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
-        f"    %a{i} = llvm.load %p{i} : !llvm.ptr -> !llvm.ptr"
-        for i in range(num_args)
+        f"    %p{i} = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, i64\n"
+        f"    %a{i} = llvm.load %p{i} : !llvm.ptr -> {t}"
+        for i, t in enumerate(types)
     )
-    args = ", ".join(f"%a{i}" for i in range(num_args))
-    types = ", ".join(["!llvm.ptr"] * num_args)
+    args = ", ".join(f"%a{i}" for i in range(count - 2))
     return f"""
   llvm.func internal @{name}_worker(%ctx: !llvm.ptr) {{
+{loads}
     %nt32 = llvm.call @omp_get_num_threads() : () -> i32
     %t32 = llvm.call @omp_get_thread_num() : () -> i32
     %nt = llvm.sext %nt32 : i32 to i64
     %t = llvm.sext %t32 : i32 to i64
-    %trips = llvm.mlir.constant({trips} : i64) : i64
-    %lb = llvm.mlir.constant({lb} : i64) : i64
     %step = llvm.mlir.constant({step} : i64) : i64
     %one = llvm.mlir.constant(1 : i64) : i64
+    %span = llvm.sub %a{count - 1}, %a{count - 2} : i64
+    %span_up = llvm.add %span, %step : i64
+    %span_up1 = llvm.sub %span_up, %one : i64
+    %trips = llvm.sdiv %span_up1, %step : i64
     %first = llvm.mul %trips, %t : i64
     %lo_trip = llvm.sdiv %first, %nt : i64
     %next = llvm.add %t, %one : i64
     %last = llvm.mul %trips, %next : i64
     %hi_trip = llvm.sdiv %last, %nt : i64
     %lo_off = llvm.mul %lo_trip, %step : i64
-    %lo = llvm.add %lb, %lo_off : i64
+    %lo = llvm.add %a{count - 2}, %lo_off : i64
     %hi_off = llvm.mul %hi_trip, %step : i64
-    %hi = llvm.add %lb, %hi_off : i64
-{loads}
-    llvm.call @{name}_chunk({args}, %lo, %hi) : ({types}, i64, i64) -> ()
+    %hi_step = llvm.add %a{count - 2}, %hi_off : i64
+    %hi = llvm.intr.smin(%hi_step, %a{count - 1}) : (i64, i64) -> i64
+    llvm.call @{name}_chunk({args}, %lo, %hi) : ({", ".join(types)}) -> ()
     llvm.return
   }}"""
 
 
-def _dispatcher(name: str, num_args: int, attrs: str) -> str:
-    params = ", ".join(f"%a{i}: !llvm.ptr" for i in range(num_args))
+def _dispatcher(name: str, types: list[str]) -> str:
+    params = ", ".join(f"%a{i}: {t}" for i, t in enumerate(types))
     stores = "\n".join(
-        f"    %p{i} = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
-        f"    llvm.store %a{i}, %p{i} : !llvm.ptr, !llvm.ptr"
-        for i in range(num_args)
+        f"    %p{i} = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, i64\n"
+        f"    llvm.store %a{i}, %p{i} : {t}, !llvm.ptr"
+        for i, t in enumerate(types)
     )
     return f"""
-  llvm.func @{name}({params}) attributes {attrs} {{
-    %n = llvm.mlir.constant({num_args} : i64) : i64
-    %ctx = llvm.alloca %n x !llvm.ptr : (i64) -> !llvm.ptr
+  llvm.func internal @{name}_parallel({params}) {{
+    %n = llvm.mlir.constant({len(types)} : i64) : i64
+    %ctx = llvm.alloca %n x i64 : (i64) -> !llvm.ptr
 {stores}
     %fn = llvm.mlir.addressof @{name}_worker : !llvm.ptr
     %threads = llvm.mlir.constant(0 : i32) : i32
@@ -83,24 +88,36 @@ def _dispatcher(name: str, num_args: int, attrs: str) -> str:
   }}"""
 
 
-@register_pass("mlirc-cpu-omp-dispatch", "Run chunked kernels (mlirc-cpu-parallelize) through GOMP_parallel")
+PARALLEL_SUFFIX = "_parallel"
+
+
+@register_pass(
+    "mlirc-cpu-omp-dispatch", "Define chunked kernels' parallel calls (mlirc-cpu-parallelize) with GOMP_parallel"
+)
 def cpu_omp_dispatch(module: ir.Operation) -> None:
     body = module.regions[0].blocks[0]
-    kernels = [op.operation for op in body.operations if PARALLEL_ATTR in op.operation.attributes]
-    if not kernels:
+    declarations = [
+        op.operation
+        for op in body.operations
+        if PARALLEL_ATTR in op.operation.attributes and not op.operation.regions[0].blocks
+    ]
+    if not declarations:
         return
     declared = {ir.StringAttr(op.operation.attributes["sym_name"]).value for op in body.operations}
     text = [decl for fn, decl in RUNTIME.items() if fn not in declared]
-    for kernel in kernels:
-        name = ir.StringAttr(kernel.attributes["sym_name"]).value
-        num_args = len(kernel.regions[0].blocks[0].arguments)
-        lb, ub, step = ir.DenseI64ArrayAttr(kernel.attributes[PARALLEL_ATTR])
-        kept = {a: kernel.attributes[a] for a in (KERNEL_ATTR,) if a in kernel.attributes}
-        attrs = "{" + ", ".join(f"{k} = {v}" for k, v in kept.items()) + "}" if kept else "{}"
+    for declaration in declarations:
+        symbol = ir.StringAttr(declaration.attributes["sym_name"]).value
+        if not symbol.endswith(PARALLEL_SUFFIX):
+            raise PipelineError(
+                "mlirc-cpu-omp-dispatch", f"@{symbol} is marked parallel but is not a kernel's _parallel"
+            )
+        name = symbol[: -len(PARALLEL_SUFFIX)]
+        ftype = ir.TypeAttr(declaration.attributes["function_type"]).value
+        types = llvm_dialect_inputs(ftype)
+        (step,) = ir.DenseI64ArrayAttr(declaration.attributes[PARALLEL_ATTR])
         # The snippet must verify alone: it declares the chunk, which the module defines.
-        chunk_decl = f"  llvm.func @{name}_chunk({', '.join(['!llvm.ptr'] * num_args)}, i64, i64)"
-        text += [chunk_decl, _worker(name, num_args, lb, ub, step), _dispatcher(name, num_args, attrs)]
-        kernel.erase()
+        text += [f"  llvm.func @{name}_chunk({', '.join(types)})", _worker(name, types, step), _dispatcher(name, types)]
+        declaration.erase()
     parsed = ir.Module.parse("module {\n" + "\n".join(text) + "\n}", module.context)
     defined = {ir.StringAttr(op.operation.attributes["sym_name"]).value for op in body.operations}
     for op in list(parsed.body.operations):
@@ -108,3 +125,11 @@ def cpu_omp_dispatch(module: ir.Operation) -> None:
             continue
         op.operation.detach_from_parent()
         body.append(op.operation)
+
+
+def llvm_dialect_inputs(function_type: ir.Type) -> list[str]:
+    """The parameter types of an `!llvm.func<void (ptr, i64, ...)>` type (pointers
+    and integers: what kernels take), as the LLVM dialect spells them in an op."""
+    text = str(function_type)
+    inside = text[text.index("(") + 1 : text.rindex(")")]
+    return ["!llvm.ptr" if t.strip() == "ptr" else t.strip() for t in inside.split(",") if t.strip()]

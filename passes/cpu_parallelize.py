@@ -4,55 +4,90 @@ Runs on bufferized kernels.  A kernel whose only memory writes happen inside one
 outermost loop marked `mlirc.parallel_loop` (by mlirc-cpu-vectorize, for a loop
 over a parallel dim) and that moves enough data becomes
 
-    func @kernel_N_chunk(<args>, %lo: index, %hi: index)  -- the old body, that loop
-                                                            now running [lo, hi)
-    func @kernel_N(<args>) {mlirc.parallel = [lb, ub, step]}
-        call @kernel_N_chunk(<args>, lb, ub)                -- the serial meaning
+    func @kernel_N_chunk(<args>, %lo: index, %hi: index)     -- the old body, that
+                                                               loop running [lo, hi)
+    func private @kernel_N_parallel(<args>, index, index) {mlirc.parallel = [step]}
+    func @kernel_N(<args>)
+        call @kernel_N_parallel(<args>, lb, ub)
 
-mlirc-cpu-omp-dispatch later replaces kernel_N's body with a GOMP_parallel call
-that runs the chunks on torch's own OpenMP threads.  A kernel with writes outside
-the loop (a fill of the whole output, a copy) stays serial: chunks would race.
+mlirc-cpu-omp-dispatch later defines kernel_N_parallel: a GOMP_parallel call that
+runs the chunks of [lb, ub) on torch's own OpenMP threads.  A kernel with writes
+outside the loop (a fill of the whole output, a copy) stays serial: chunks would
+race.  A kernel of run-time sizes (mlirc-cpu-size-args) may have a loop bound that
+is a size argument; whether it moves enough data to be worth the threads is then
+decided at run time, and a small call runs its one chunk, [lb, ub), on the caller's
+thread.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, func, scf
+from mlir.dialects import arith, func, memref, scf
 
 from mlirc.dialects.attributes import KERNEL_ATTR, PARALLEL_ATTR, PARALLEL_LOOP_ATTR
 from mlirc.passes.cpu_vectorize import elem_bytes
-from mlirc.passes.ir_utils import nested_ops, remap_operands
+from mlirc.passes.ir_utils import constant_index, nested_ops, remap_operands
 from mlirc.passes.registry import register_pass
 
 # Top-level ops that neither write memory nor escape a chunk (allocas are per call).
 OUTSIDE_LOOP_OK = frozenset(
-    {"arith.constant", "ub.poison", "memref.subview", "memref.expand_shape", "memref.collapse_shape",
+    {"arith.constant", "arith.muli", "ub.poison", "memref.subview", "memref.expand_shape", "memref.collapse_shape",
      "memref.cast", "memref.reinterpret_cast", "memref.alloca", "func.return"}
 )  # fmt: skip
 
-
-def _constant_index(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
-        return None
-    return ir.IntegerAttr(owner.attributes["value"]).value
+# A loop bound: a constant, or a kernel argument (a size, mlirc-cpu-size-args).
+Bound = int | ir.Value
 
 
-def _bytes_moved(kernel: func.FuncOp) -> int:
-    total = 0
+def _bound(value: ir.Value) -> Bound | None:
+    constant = constant_index(value)
+    if constant is not None:
+        return constant
+    return value if isinstance(value.owner, ir.Block) and isinstance(value.owner.owner, func.FuncOp) else None
+
+
+@dataclass
+class Footprint:
+    """What a kernel's buffers hold, in bytes: `static` plus, for each buffer of
+    run-time size, its static part times its `?` dims."""
+
+    static: int
+    dynamic: list[tuple[ir.Value, int]]
+
+    def emit(self) -> ir.Value:
+        total = _index(self.static)
+        for buffer, count in self.dynamic:
+            product = _index(count)
+            for dim in range(ir.MemRefType(buffer.type).rank):
+                if ir.MemRefType(buffer.type).is_dynamic_dim(dim):
+                    product = arith.muli(product, memref.dim(buffer, _index(dim)))
+            total = arith.addi(total, product)
+        return total
+
+
+def _footprint(kernel: func.FuncOp) -> Footprint:
+    static, dynamic = 0, []
     for arg in kernel.entry_block.arguments:
-        mtype = ir.MemRefType(arg.type)
-        count = 1
-        for size in mtype.shape:
-            count *= size
-        total += count * elem_bytes(mtype.element_type)
-    return total
+        if not isinstance(arg.type, ir.MemRefType):
+            continue
+        uses = [u.owner for u in arg.uses if u.owner.name == "memref.reinterpret_cast"]
+        buffer = uses[0].results[0] if uses else arg  # a pointer and its sizes
+        mtype = ir.MemRefType(buffer.type)
+        sizes = [s for s in mtype.shape if not ir.ShapedType.is_dynamic_size(s)]
+        count = math.prod(sizes) * elem_bytes(mtype.element_type)
+        if len(sizes) == mtype.rank:
+            static += count
+        else:
+            dynamic.append((buffer, count))
+    return Footprint(static, dynamic)
 
 
-def _chunkable_loop(kernel: func.FuncOp) -> tuple[ir.Operation, list[int]] | None:
-    """The kernel's marked loop and its static (lb, ub, step), when chunking is safe."""
+def _chunkable_loop(kernel: func.FuncOp) -> tuple[ir.Operation, list[Bound]] | None:
+    """The kernel's marked loop and its (lb, ub, step), when chunking is safe: lb
+    and step constants, ub a constant or an argument."""
     loops = []
     for op in kernel.entry_block.operations:
         o = op.operation
@@ -62,13 +97,12 @@ def _chunkable_loop(kernel: func.FuncOp) -> tuple[ir.Operation, list[int]] | Non
             return None
     if len(loops) != 1:
         return None
-    bounds = [_constant_index(v) for v in list(loops[0].operands)[:3]]
-    if any(b is None for b in bounds):
+    lb, ub, step = (_bound(v) for v in list(loops[0].operands)[:3])
+    if not isinstance(lb, int) or not isinstance(step, int) or ub is None:
         return None
-    lb, ub, step = bounds
-    if (ub - lb + step - 1) // step < 2:
+    if isinstance(ub, int) and (ub - lb + step - 1) // step < 2:
         return None
-    return loops[0], bounds
+    return loops[0], [lb, ub, step]
 
 
 # Trips the chunked loop should have at least: a 16-core team gets 4 or more each.
@@ -79,9 +113,10 @@ ADDRESSING = ("arith.", "affine.apply", "memref.subview", "memref.expand_shape",
               "memref.cast", "memref.reinterpret_cast")  # fmt: skip
 
 
-def _trips_from_zero(loop: ir.Operation) -> int | None:
-    """The trip count of a loop over [0, n) with step 1 and a constant n, else None."""
-    lb, ub, step = (_constant_index(v) for v in list(loop.operands)[:3])
+def _trips_from_zero(loop: ir.Operation) -> Bound | None:
+    """The trip count of a loop over [0, n) with step 1 and n a constant or an
+    argument, else None."""
+    lb, ub, step = (_bound(v) for v in list(loop.operands)[:3])
     return ub if lb == 0 and step == 1 else None
 
 
@@ -100,19 +135,31 @@ def _inner_marked_loop(loop: ir.Operation) -> ir.Operation | None:
     return inner
 
 
-def _index(value: int) -> ir.Value:
+def _index(value: Bound) -> ir.Value:
+    if isinstance(value, ir.Value):
+        return value
     return arith.ConstantOp(ir.IndexType.get(), ir.IntegerAttr.get(ir.IndexType.get(), value)).result
 
 
-def _coalesce(loop: ir.Operation, bounds: list[int]) -> tuple[ir.Operation, list[int]]:
+def _times(a: Bound, b: Bound) -> Bound:
+    return a * b if isinstance(a, int) and isinstance(b, int) else arith.muli(_index(a), _index(b))
+
+
+def _coalesce(loop: ir.Operation, bounds: list[Bound]) -> tuple[ir.Operation, list[Bound]]:
     """Merge `loop` with the marked loops it directly runs (parallel tile loops,
     mlirc-cpu-vectorize) until the merged loop has MIN_TRIPS trips: a [3, 4, 4, 128]
-    head split (bert's QKV bias) otherwise kept 3 of 16 threads busy."""
+    head split (bert's QKV bias) otherwise kept 3 of 16 threads busy.  A loop of
+    run-time length may be as short (a batch of 1): it merges too."""
     outer_trips = _trips_from_zero(loop)
-    while outer_trips is not None and outer_trips < MIN_TRIPS and (inner := _inner_marked_loop(loop)) is not None:
+    while (
+        outer_trips is not None
+        and (not isinstance(outer_trips, int) or outer_trips < MIN_TRIPS)
+        and (inner := _inner_marked_loop(loop)) is not None
+    ):
         inner_trips = _trips_from_zero(inner)
         with ir.InsertionPoint(loop), loop.location:
-            merged = scf.ForOp(_index(0), _index(outer_trips * inner_trips), _index(1))
+            trips = _times(outer_trips, inner_trips)
+            merged = scf.ForOp(_index(0), _index(trips), _index(1))
         with ir.InsertionPoint(merged.body), loop.location:
             width = _index(inner_trips)
             outer_iv = arith.DivUIOp(merged.induction_variable, width).result
@@ -124,18 +171,23 @@ def _coalesce(loop: ir.Operation, bounds: list[int]) -> tuple[ir.Operation, list
         inner.regions[0].blocks[0].arguments[0].replace_all_uses_with(inner_iv)
         merged.operation.attributes[PARALLEL_LOOP_ATTR] = ir.UnitAttr.get()
         loop.erase()
-        loop, outer_trips = merged.operation, outer_trips * inner_trips
-        bounds = [0, outer_trips, 1]
+        loop, outer_trips = merged.operation, trips
+        bounds = [0, trips, 1]
     return loop, bounds
 
 
-def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[int]) -> None:
+def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[Bound], min_bytes: int) -> None:
+    """Move the body into kernel_N_chunk and call kernel_N_parallel over the loop's
+    range; where the kernel's size is known only at run time, only when it moves
+    `min_bytes` or more (else the chunk, over the whole range)."""
     name = kernel.sym_name.value
     ftype = ir.FunctionType(kernel.attributes["function_type"].value)
     index = ir.IndexType.get()
     chunk_type = ir.FunctionType.get([*ftype.inputs, index, index], [])
     with ir.InsertionPoint(kernel), kernel.location:
         chunk = func.FuncOp(f"{name}_chunk", chunk_type, visibility="private")
+        parallel = func.FuncOp(f"{name}_parallel", chunk_type, visibility="private")
+    parallel.attributes[PARALLEL_ATTR] = ir.DenseI64ArrayAttr.get([bounds[2]])
     block = chunk.add_entry_block()
     mapping = dict(zip(kernel.entry_block.arguments, block.arguments, strict=False))
     lo, hi = block.arguments[len(ftype.inputs)], block.arguments[len(ftype.inputs) + 1]
@@ -148,13 +200,27 @@ def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[int]) -> None:
         if o == loop:
             clone.operands[0], clone.operands[1] = lo, hi
             del clone.attributes[PARALLEL_LOOP_ATTR]
+    # The kernel keeps what sizes the buffers and the range (merged loops' trip
+    # counts): the chunk has its own copy of the rest.
     for o in reversed(body):
-        o.erase()
+        if o.name not in ("arith.constant", "arith.muli", "memref.reinterpret_cast"):
+            o.erase()
     with ir.InsertionPoint(kernel.entry_block), kernel.location:
-        lb, ub = (arith.ConstantOp(index, ir.IntegerAttr.get(index, b)).result for b in bounds[:2])
-        func.CallOp([], ir.FlatSymbolRefAttr.get(f"{name}_chunk"), [*kernel.entry_block.arguments, lb, ub])
+        lb, ub = (_index(b) for b in bounds[:2])
+        args = [*kernel.entry_block.arguments, lb, ub]
+        footprint = _footprint(kernel)
+        if not footprint.dynamic:
+            func.CallOp([], ir.FlatSymbolRefAttr.get(f"{name}_parallel"), args)
+        else:
+            large = arith.cmpi(arith.CmpIPredicate.uge, footprint.emit(), _index(min_bytes))
+            branch = scf.IfOp(large, has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                func.CallOp([], ir.FlatSymbolRefAttr.get(f"{name}_parallel"), args)
+                scf.YieldOp([])
+            with ir.InsertionPoint(branch.else_block):
+                func.CallOp([], ir.FlatSymbolRefAttr.get(f"{name}_chunk"), args)
+                scf.YieldOp([])
         func.ReturnOp([])
-    kernel.attributes[PARALLEL_ATTR] = ir.DenseI64ArrayAttr.get(bounds)
 
 
 @dataclass(frozen=True)
@@ -177,9 +243,15 @@ def cpu_parallelize(module: ir.Operation, options: CpuParallelizeOptions) -> Non
             continue
         found = _chunkable_loop(kernel)
         threshold = options.parallel_min_kib
-        if found is not None and threshold >= 0 and _bytes_moved(kernel) >= threshold * 1024:
-            _split(kernel, *_coalesce(*found))
+        if found is not None and threshold >= 0 and _large(kernel, threshold * 1024):
+            _split(kernel, *_coalesce(*found), threshold * 1024)
         _drop_marks(kernel.operation)
+
+
+def _large(kernel: func.FuncOp, min_bytes: int) -> bool:
+    """Does the kernel move `min_bytes` or more (or may it, at run time)?"""
+    footprint = _footprint(kernel)
+    return bool(footprint.dynamic) or footprint.static >= min_bytes
 
 
 def _drop_marks(op: ir.Operation) -> None:

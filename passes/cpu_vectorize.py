@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from mlir import ir, passmanager
 
 from mlirc.dialects import shapes
-from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR, SCHEDULE_ATTR, SPLIT_ATTR
+from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR, SCHEDULE_ATTR, SPLIT_ATTR, TAIL_ATTR
 from mlirc.errors import PipelineError
 from mlirc.passes.ir_utils import nested_ops
 from mlirc.passes.registry import register_pass
@@ -108,8 +108,9 @@ def _reduces_an_invariant(op: ir.Operation) -> bool:
     return not all(v in varying for v in yielded)
 
 
-def _loop_sizes(op: ir.Operation) -> list[int] | None:
-    """Static iteration-space sizes of a linalg op (from its operands' shapes)."""
+def _loop_sizes(op: ir.Operation) -> list[int | None] | None:
+    """Iteration-space sizes of a linalg op (from its operands' shapes; None: known
+    only at run time)."""
     if op.name == "linalg.matmul":
         m, k = shapes.shape_of(op.operands[0])
         return [m, shapes.shape_of(op.operands[1])[1], k]
@@ -123,7 +124,7 @@ def _loop_sizes(op: ir.Operation) -> list[int] | None:
     for value, attr in zip(op.operands, maps, strict=False):
         amap = ir.AffineMapAttr(attr).value
         for expr, size in zip(amap.results, shapes.shape_of(value), strict=False):
-            if isinstance(expr, ir.AffineDimExpr):
+            if isinstance(expr, ir.AffineDimExpr) and sizes.get(expr.position) is None:
                 sizes[expr.position] = size
     count = ir.AffineMapAttr(maps[0]).value.n_dims
     return [sizes.get(d, 1) for d in range(count)]
@@ -165,6 +166,9 @@ class Plan:
     # peeled off so the full vectors need no mask (a masked load/store per vector
     # ran a 129-wide softmax 3x slower than a 128-wide one).
     peel: bool = False
+    # The vector loop's length is known only at run time: its full trips are peeled
+    # from the last, partial one (as above), which is vectorized with masks.
+    masked_tail: bool = False
 
 
 # Combiners that tile_reduction_using_for knows the neutral element of.
@@ -199,9 +203,10 @@ def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | N
     outer = [1] * (len(sizes) - 1)
     size, block = sizes[-1], UNROLL * lanes
     rows = {"parallel_outer": bool(outer), "fuse_init": True, "parallel_loops": len(outer)}
-    if size < 2 * block:  # a short row in one vector op (a 1-trip loop would fold away)
+    if size is not None and size < 2 * block:  # a short row in one vector op (a 1-trip loop would fold away)
         return Plan([*outer, 0], [*outer, size], **rows)
-    return Plan([*outer, 0], [*outer, block], reduction_tile=block, tail=size % block, **rows)
+    tail = 0 if size is None else size % block
+    return Plan([*outer, 0], [*outer, block], reduction_tile=block, tail=tail, masked_tail=size is None, **rows)
 
 
 def _scalar_plan(op: ir.Operation) -> Plan | None:
@@ -212,13 +217,26 @@ def _scalar_plan(op: ir.Operation) -> Plan | None:
     if op.name == "linalg.generic":
         if not _iterators(op):
             return None
-        if not _iterators(op)[0].endswith("<parallel>") or (_loop_sizes(op) or [0])[0] < 2:
+        if not _iterators(op)[0].endswith("<parallel>") or _at_most((_loop_sizes(op) or [0])[0], 1):
             return None
-    elif op.name not in PARALLEL_OUTER_NAMED or shapes.shape_of(op.results[0])[0] < 2:
+    elif op.name not in PARALLEL_OUTER_NAMED or _at_most(shapes.shape_of(op.results[0])[0], 1):
         return None
     inits = list(op.operands)[len(op.operands) - len(op.results) :]
     fills = [not isinstance(v.owner, ir.Block) and v.owner.name == "linalg.fill" for v in inits]
     return Plan([1], [], parallel_outer=True, fuse_init=any(fills), interchange=_output_order(op))
+
+
+def _at_most(size: int | None, bound: int) -> bool:
+    """Is `size` known to be at most `bound` (a size known only at run time is not)?"""
+    return size is not None and size <= bound
+
+
+# What a size known only at run time counts as where sizes are compared: large.
+UNKNOWN_SIZE = 1 << 20
+
+
+def _known(size: int | None) -> int:
+    return UNKNOWN_SIZE if size is None else size
 
 
 def _output_order(op: ir.Operation) -> tuple[int, ...] | None:
@@ -236,7 +254,7 @@ def _output_order(op: ir.Operation) -> tuple[int, ...] | None:
 
 def _largest_input(op: ir.Operation) -> int | None:
     inputs = list(op.operands)[: len(op.operands) - len(op.results)]
-    sizes = [math.prod(shapes.shape_of(v)) if isinstance(v.type, ir.ShapedType) else 0 for v in inputs]
+    sizes = [math.prod(map(_known, shapes.shape_of(v))) if isinstance(v.type, ir.ShapedType) else 0 for v in inputs]
     return max(range(len(sizes)), key=sizes.__getitem__) if sizes and max(sizes) > 1 else None
 
 
@@ -305,9 +323,11 @@ def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lan
         return None
     iterators = _iterators(op)
     last = order[-1]
-    if not iterators[last].endswith("<parallel>") or sizes[last] < 2:
+    if not iterators[last].endswith("<parallel>") or _at_most(sizes[last], 1):
         return None
-    kept = [d for d in order[:-1] if iterators[d].endswith("<reduction>") and sizes[d] > 1] + [last]
+    kept = [d for d in order[:-1] if iterators[d].endswith("<reduction>") and not _at_most(sizes[d], 1)] + [last]
+    if any(sizes[d] is None for d in kept[:-1]):
+        return None  # a window of run-time size: no static vector shape holds it
     for amap in maps:
         seen = []
         for expr in amap.results:
@@ -336,7 +356,7 @@ def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
     if any(isinstance(shapes.elem_of(v), ir.BF16Type) for v in [*op.operands, *op.results]):
         return _scalar_plan(op)  # LLVM 20's x86 masked store of bf16 vectors crashes at run time
     sizes = _loop_sizes(op)
-    if not sizes or any(s is None or s == 0 for s in sizes):
+    if not sizes or 0 in sizes:
         return None
     out_elem = shapes.elem_of(op.results[0])
     lanes = vector_bytes // elem_bytes(out_elem)
@@ -365,10 +385,13 @@ def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
     # carries its accumulator (a whole-tensor sum) came out wrong, and a peeled
     # linalg.copy canonicalizes into a memref copy that needs a runtime library.
     inner_parallel = op.name == "linalg.generic" and iterators[-1].endswith("<parallel>")
-    peel = inner > lanes and inner % lanes != 0 and inner_parallel
+    peel = inner_parallel and (inner is None or (inner > lanes and inner % lanes != 0))
     kinds = iterators or ["#linalg.iterator_type<parallel>"] * len(sizes)  # a copy: all parallel
     leading = next((i for i, it in enumerate(kinds[:-1]) if not it.endswith("<parallel>")), len(kinds) - 1)
-    return Plan(tiles, tiles, parallel_outer=outer_parallel, interchange=order, peel=peel, parallel_loops=leading)
+    return Plan(
+        tiles, tiles, parallel_outer=outer_parallel, interchange=order, peel=peel, parallel_loops=leading,
+        masked_tail=peel and inner is None,
+    )  # fmt: skip
 
 
 def _iterators(op: ir.Operation) -> list[str]:
@@ -424,18 +447,48 @@ def _window_lines(sid: int, plan: Plan) -> list[str]:
     return lines
 
 
+def _mark_tail(sid: int, rest: str, mark: str) -> list[str]:
+    """Mark the ops that `mark` matches in the peeled last trip `rest` as the tail's."""
+    return [
+        f"    %tail{sid} = transform.structured.match attributes{{{mark}}} in {rest}"
+        " : (!transform.any_op) -> !transform.any_op",
+        f'    transform.annotate %tail{sid} "{TAIL_ATTR}" : !transform.any_op',
+    ]
+
+
+def _vectorize_tail(sid: int, fn: str, sizes: list[int]) -> list[str]:
+    """Vectorize the marked tail (of run-time size) with masks at `sizes`."""
+    return [
+        f"    %tails{sid} = transform.structured.match attributes{{{TAIL_ATTR}}} in {fn}"
+        " : (!transform.any_op) -> !transform.any_op",
+        _vectorize(f"%tails{sid}", sizes),
+    ]
+
+
 def _peeled_lines(sid: int, plan: Plan) -> list[str]:
     """Peel the vector loop's partial last trip; with the sizes folded to constants
-    the full tiles and the tail both vectorize exactly, without masks."""
+    the full tiles and the tail both vectorize exactly, without masks.  Where the
+    loop's length is known only at run time, the full tiles still fold to vector
+    size and the tail is vectorized with masks."""
     inner = f"%loops_tiled{sid}#{sum(1 for t in plan.tiles if t) - 1}"
-    return [
+    lines = [
         f'    %pfor{sid} = transform.cast {inner} : !transform.any_op to !transform.op<"scf.for">',
         f"    %pmain{sid}, %prest{sid} = transform.loop.peel %pfor{sid}"
         ' : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)',
         f"    %pfn{sid} = transform.get_parent_op %pmain{sid} {{isolated_from_above}}"
         " : (!transform.any_op) -> !transform.any_op",
-        f"    transform.apply_patterns to %pfn{sid} {{ transform.apply_patterns.canonicalization }} : !transform.any_op",
-        # Peeling cloned the tiled op, its schedule mark included: this finds both.
+    ]
+    if plan.masked_tail:
+        lines += _mark_tail(sid, f"%prest{sid}", f"{SCHEDULE_ATTR} = {sid} : i64")
+    lines.append(
+        f"    transform.apply_patterns to %pfn{sid} {{ transform.apply_patterns.canonicalization }} : !transform.any_op"
+    )
+    if plan.masked_tail:
+        lines += _vectorize_tail(sid, f"%pfn{sid}", plan.vectors)
+    return [
+        *lines,
+        # Peeling cloned the tiled op, its schedule mark included: this finds both
+        # (the masked tail, vectorized already, no longer).
         f"    %peeled{sid} = transform.structured.match attributes{{{SCHEDULE_ATTR} = {sid} : i64}} in %pfn{sid}"
         " : (!transform.any_op) -> !transform.any_op",
         f"    transform.structured.vectorize %peeled{sid} : !transform.any_op",
@@ -473,7 +526,7 @@ def _plan_lines(sid: int, plan: Plan) -> list[str]:
     # Peeling clones the loop body, attributes included: the mark finds both copies.
     lines.append(f'    transform.annotate %split{sid} "{SPLIT_ATTR}" : !transform.any_op')
     fn = f"%fn{sid}"
-    if plan.tail:  # the last, partial block: its own copy of the loop body
+    if plan.tail or plan.masked_tail:  # the last, partial block: its own copy of the loop body
         lines.append(f'    %sfor{sid} = transform.cast %for{sid} : !transform.any_op to !transform.op<"scf.for">')
         lines.append(
             f"    %main{sid}, %rest{sid} = transform.loop.peel %sfor{sid}"
@@ -481,10 +534,14 @@ def _plan_lines(sid: int, plan: Plan) -> list[str]:
         )
     else:
         lines.append(f"    %main{sid} = transform.cast %for{sid} : !transform.any_op to !transform.any_op")
+    if plan.masked_tail:
+        lines += _mark_tail(sid, f"%rest{sid}", SPLIT_ATTR)
     lines += [
         f"    {fn} = transform.get_parent_op %main{sid} {{isolated_from_above}} : (!transform.any_op) -> !transform.any_op",
-        # Folds the peeled blocks' sizes to constants: both vectorize exactly, unmasked.
+        # Folds the peeled blocks' sizes to constants: both vectorize exactly, unmasked
+        # (a tail of run-time size is vectorized with masks first).
         f"    transform.apply_patterns to {fn} {{ transform.apply_patterns.canonicalization }} : !transform.any_op",
+        *(_vectorize_tail(sid, fn, [*outer, plan.reduction_tile]) if plan.masked_tail else []),
         f"    %splits{sid} = transform.structured.match attributes{{{SPLIT_ATTR}}} in {fn}"
         " : (!transform.any_op) -> !transform.any_op",
         f"    transform.structured.vectorize %splits{sid} : !transform.any_op",

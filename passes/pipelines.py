@@ -21,6 +21,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_masked_reductions,
     cpu_omp_dispatch,
     cpu_parallelize,
+    cpu_size_args,
     cpu_skinny_matmul,
     cpu_vector_math,
     cpu_vectorize,
@@ -60,7 +61,7 @@ CPU_BUFFERIZE = [
     "canonicalize",
     "cse",
     "canonicalize",
-    "buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1}",
+    "buffer-results-to-out-params{hoist-static-allocs=1 hoist-dynamic-allocs=1 modify-public-functions=1}",
     "canonicalize",
     # Scratch buffers inside kernels (a split reduction's partial block): out of the
     # loops, onto the stack when small, and freed when not -- bufferization frees nothing.
@@ -69,6 +70,8 @@ CPU_BUFFERIZE = [
     # too: per call, so each thread of a split loop has its own.
     "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=65536})",
     "buffer-deallocation-pipeline",
+    # Kernels of `?` sizes: pointers and sizes (the bare-pointer convention)
+    "mlirc-cpu-size-args",
     "canonicalize",
     "mlirc-cpu-parallelize",
 ]

@@ -1,8 +1,9 @@
 """The CPU backend's last steps: LLVM IR out of the kernels that mlirc-stage-cpu
 left in the LLVM dialect, then machine code for the host CPU (llvmlite).
 
-Kernels use the bare-pointer calling convention (static shapes, contiguous
-buffers): each takes its inputs' then its outputs' data pointers.
+Kernels use the bare-pointer calling convention (contiguous buffers): each takes
+its inputs' then its outputs' data pointers, then -- a kernel of run-time sizes --
+its buffers' `?` sizes (passes/cpu_size_args.py size_arguments).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mlirc.backends.cpu.llvm_worker import middle_end
 from mlirc.config import config
 from mlirc.errors import PipelineError
 from mlirc.passes.cpu_drop_host import compiled_kernel
+from mlirc.passes.cpu_size_args import size_arguments
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,7 @@ def target_machine(jit: bool = False) -> llvm.TargetMachine:
 @dataclass
 class KernelSignature:
     name: str
-    num_args: int  # inputs + outputs, all data pointers
+    num_args: int  # inputs + outputs (data pointers), then sizes
 
 
 @dataclass
@@ -61,7 +63,8 @@ def kernel_signatures(module: ir.Module) -> list[KernelSignature]:
     for op in module.body.operations:
         if compiled_kernel(op):
             ftype = ir.FunctionType(op.attributes["function_type"].value)
-            sigs.append(KernelSignature(op.sym_name.value, len(ftype.inputs) + len(ftype.results)))
+            buffers = [*ftype.inputs, *ftype.results]
+            sigs.append(KernelSignature(op.sym_name.value, len(buffers) + len(size_arguments(buffers))))
     return sigs
 
 
@@ -223,6 +226,7 @@ def _functions(engine: llvm.ExecutionEngine, signatures: list[KernelSignature]) 
         address = engine.get_function_address(sig.name)
         if not address:
             raise PipelineError("llvmlite", f"kernel {sig.name} is not in the compiled code")
+        # Sizes pass as pointer-sized integers: the x86-64 ABI passes both alike.
         proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * sig.num_args))
         functions[sig.name] = proto(address)
     return functions

@@ -163,3 +163,51 @@ func.func @padding_nhwc(%x: tensor<2x6x4x5xf32>) -> tensor<2x7x5x5xf32> attribut
   } -> tensor<2x7x5x5xf32>
   return %r : tensor<2x7x5x5xf32>
 }
+
+// Rows of run-time length: full vectors run unmasked up to the last multiple of
+// the vector width, and the tail of run-time length is one masked vector.
+// CHECK-LABEL: func.func @kernel_runtime_rows
+// CHECK: %[[FULL:.*]] = affine.apply #{{.*}}()[%[[LEN:.*]]]
+// CHECK: scf.for %{{.*}} = %c0 to %[[FULL]] step %c8
+// CHECK-NOT: vector.create_mask
+// CHECK: math.exp %{{.*}} : vector<8xf32>
+// CHECK: scf.for %{{.*}} = %[[FULL]] to %[[LEN]] step %c8
+// CHECK: %[[MASK:.*]] = vector.create_mask %{{.*}} : vector<8xi1>
+// CHECK: vector.transfer_read {{.*}}, %[[MASK]]
+// CHECK: math.exp %{{.*}} : vector<8xf32>
+// CHECK: vector.transfer_write {{.*}}, %[[MASK]]
+func.func @kernel_runtime_rows(%a: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d0 = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %d1 = tensor.dim %a, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = math.exp %x : f32
+    linalg.yield %y : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// A sum over rows of run-time length: partial sums in registers over whole blocks,
+// the block's tail of run-time length added with masks, one tree reduction a row.
+// CHECK-LABEL: func.func @kernel_runtime_sum
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<32xf32>)
+// CHECK-NOT: vector.create_mask
+// CHECK: scf.yield %{{.*}} : vector<32xf32>
+// CHECK: vector.create_mask %{{.*}} : vector<32xi1>
+// CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc>
+func.func @kernel_runtime_sum(%a: tensor<?x?xf32>) -> tensor<?xf32> attributes {mlirc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %d0 = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %e = tensor.empty(%d0) : tensor<?xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [#map, #row], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<?x?xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}

@@ -1,0 +1,230 @@
+"""CPU kernels of run-time sizes (issue 21): one compile of a kernel with `?` dims,
+called at many sizes with its sizes as arguments (passes/cpu_size_args.py).
+
+The kernels are written as mlirc-stage-kernels leaves them (linalg on tensors,
+sizes read with tensor.dim), compiled by the real mlirc-stage-cpu and called
+directly through the bare-pointer convention; each size is checked against eager.
+Vector loops peel a masked tail of run-time length (mlirc-cpu-vectorize), large
+calls run on threads (mlirc-cpu-parallelize decides at run time)."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import pytest
+import torch
+from mlir import ir
+
+from mlirc.backends.cpu import codegen
+from mlirc.dialects import make_context
+from mlirc.passes.cpu_size_args import size_arguments
+from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
+from mlirc.passes.pipelines import configured
+from mlirc.passes.registry import run_passes
+
+MAPS = """
+#m2 = affine_map<(d0, d1) -> (d0, d1)>
+#row2 = affine_map<(d0, d1) -> (d0)>
+#col2 = affine_map<(d0, d1) -> (d1)>
+#m3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#col3 = affine_map<(d0, d1, d2) -> (d2)>
+#swap = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+"""
+
+# name -> (kernel text, eager, input shapes from the sizes (n, m, k))
+KERNELS = {
+    "exp": (
+        """
+func.func @exp(%a: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d0 = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %d1 = tensor.dim %a, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [#m2, #m2], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = math.exp %x : f32
+    linalg.yield %y : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}""",
+        lambda a: a.exp(),
+        lambda n, m, k: [(n, m)],
+    ),
+    "row_sum_of_exp": (
+        """
+func.func @row_sum_of_exp(%a: tensor<?x?xf32>) -> tensor<?xf32> attributes {mlirc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %d0 = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %e = tensor.empty(%d0) : tensor<?xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [#m2, #row2], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<?x?xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = math.exp %x : f32
+    %s = arith.addf %y, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}""",
+        lambda a: a.exp().sum(-1),
+        lambda n, m, k: [(n, m)],
+    ),
+    "row_max": (
+        """
+func.func @row_max(%a: tensor<?x?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.kernel} {
+  %low = arith.constant 0xFF800000 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d0 = tensor.dim %a, %c0 : tensor<?x?x?xf32>
+  %d1 = tensor.dim %a, %c1 : tensor<?x?x?xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %f = linalg.fill ins(%low : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [#m3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a : tensor<?x?x?xf32>) outs(%f : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.maximumf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}""",
+        lambda a: a.amax(-1) if a.shape[-1] else torch.full(a.shape[:-1], float("-inf")),
+        lambda n, m, k: [(n, k, m)],
+    ),
+    "softmax_exp": (
+        """
+func.func @softmax_exp(%a: tensor<?x?x?xf32>, %m: tensor<?x?xf32>) -> tensor<?x?x?xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %d0 = tensor.dim %a, %c0 : tensor<?x?x?xf32>
+  %d1 = tensor.dim %a, %c1 : tensor<?x?x?xf32>
+  %d2 = tensor.dim %a, %c2 : tensor<?x?x?xf32>
+  %e = tensor.empty(%d0, %d1, %d2) : tensor<?x?x?xf32>
+  %r = linalg.generic {indexing_maps = [#m3, #row3, #m3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%a, %m : tensor<?x?x?xf32>, tensor<?x?xf32>) outs(%e : tensor<?x?x?xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.subf %x, %y : f32
+    %z = math.exp %s : f32
+    linalg.yield %z : f32
+  } -> tensor<?x?x?xf32>
+  return %r : tensor<?x?x?xf32>
+}""",
+        lambda a, m: (a - m[..., None]).exp(),
+        lambda n, m, k: [(k, n, m), (k, n)],
+    ),
+    # A linear layer's bias over rows of a static width (the width is no tail)
+    "bias_rows": (
+        """
+func.func @bias_rows(%a: tensor<?x37xf32>, %b: tensor<37xf32>) -> tensor<?x37xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %d0 = tensor.dim %a, %c0 : tensor<?x37xf32>
+  %e = tensor.empty(%d0) : tensor<?x37xf32>
+  %r = linalg.generic {indexing_maps = [#m2, #col2, #m2], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<?x37xf32>, tensor<37xf32>) outs(%e : tensor<?x37xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    %t = arith.maximumf %s, %x : f32
+    linalg.yield %t : f32
+  } -> tensor<?x37xf32>
+  return %r : tensor<?x37xf32>
+}""",
+        lambda a, b: torch.maximum(a + b, a),
+        lambda n, m, k: [(n * k, 37), (37,)],
+    ),
+    # A GEMM's rows split back into (batch, sequence): two `?` dims of one group
+    "unflatten_bias": (
+        """
+func.func @unflatten_bias(%x: tensor<?x?x16xf32>, %a: tensor<?x48xf32>, %b: tensor<48xf32>) -> tensor<?x?x48xf32>
+    attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d0 = tensor.dim %x, %c0 : tensor<?x?x16xf32>
+  %d1 = tensor.dim %x, %c1 : tensor<?x?x16xf32>
+  %u = tensor.expand_shape %a [[0, 1], [2]] output_shape [%d0, %d1, 48] : tensor<?x48xf32> into tensor<?x?x48xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x?x48xf32>
+  %r = linalg.generic {indexing_maps = [#m3, #col3, #m3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%u, %b : tensor<?x?x48xf32>, tensor<48xf32>) outs(%e : tensor<?x?x48xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %s = arith.addf %p, %q : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?x48xf32>
+  return %r : tensor<?x?x48xf32>
+}""",
+        lambda x, a, b: a.reshape(x.shape[0], x.shape[1], 48) + b,
+        lambda n, m, k: [(k, n, 16), (k * n, 48), (48,)],
+    ),
+    # Attention's key transpose: the result's last dim is the input's middle one
+    "transpose": (
+        """
+func.func @transpose(%a: tensor<?x?x16xf32>) -> tensor<?x16x?xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d0 = tensor.dim %a, %c0 : tensor<?x?x16xf32>
+  %d1 = tensor.dim %a, %c1 : tensor<?x?x16xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x16x?xf32>
+  %r = linalg.generic {indexing_maps = [#swap, #m3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%a : tensor<?x?x16xf32>) outs(%e : tensor<?x16x?xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<?x16x?xf32>
+  return %r : tensor<?x16x?xf32>
+}""",
+        lambda a: a.transpose(1, 2),
+        lambda n, m, k: [(k, m, 16)],
+    ),
+}
+
+# (n, m, k): empty rows and rows of nothing, single elements, primes around the
+# vector widths (8 and 16 lanes, blocks of 32 and 64), and one large enough to run
+# on threads (parallel-min-kib's 128 KiB).
+SIZES = [(0, 5, 2), (3, 0, 2), (1, 1, 1), (7, 9, 3), (5, 17, 1), (2, 130, 3), (3, 64, 2), (128, 1031, 2)]
+
+
+@functools.cache
+def _compiled(vector_bytes: int) -> tuple[codegen.CompiledKernels, dict[str, list]]:
+    """Every kernel of KERNELS in one module, through mlirc-stage-cpu once."""
+    text = MAPS + 'module attributes {mlirc.target = "cpu"} {' + "".join(k for k, _, _ in KERNELS.values()) + "}"
+    context = make_context()
+    with context:
+        module = ir.Module.parse(text)
+        signatures = codegen.kernel_signatures(module)
+        types = {}
+        for op in module.body.operations:
+            ftype = ir.FunctionType(op.attributes["function_type"].value)
+            types[op.sym_name.value] = [*ftype.inputs, *ftype.results]
+        stage = configured("cpu", {"mlirc-cpu-vectorize": CpuVectorizeOptions(vector_bytes=vector_bytes)})
+        run_passes(module, [stage])
+        return codegen.jit(codegen.emit_llvm(module), signatures), types
+
+
+def _call(vector_bytes: int, name: str, inputs: list[torch.Tensor], out_shape: tuple[int, ...]) -> torch.Tensor:
+    compiled, types = _compiled(vector_bytes)
+    out = torch.full(out_shape, float("nan"))
+    buffers = [*inputs, out]
+    sizes = [buffers[arg].shape[dim] for arg, dim in size_arguments(types[name])]
+    pointers = [ctypes.c_void_p(b.data_ptr()) for b in buffers]
+    compiled.functions[name](*pointers, *sizes)
+    return out
+
+
+@pytest.mark.parametrize("vector_bytes", [32, 64])
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_one_compile_serves_every_size(name, vector_bytes):
+    _, eager, shapes = KERNELS[name]
+    for n, m, k in SIZES:
+        inputs = [torch.randn(shape) for shape in shapes(n, m, k)]
+        expected = eager(*inputs)
+        actual = _call(vector_bytes, name, inputs, tuple(expected.shape))
+        torch.testing.assert_close(actual, expected.contiguous(), rtol=1e-5, atol=1e-5, msg=f"{name} at {(n, m, k)}")
+
+
+def test_sizes_follow_the_buffers_in_argument_order():
+    """The calling convention: each `?` dim of each buffer, inputs then outputs."""
+    with make_context():
+        types = [ir.Type.parse(t) for t in ("tensor<?x37xf32>", "tensor<37xf32>", "tensor<2x?x?xf32>")]
+    assert size_arguments(types) == [(0, 0), (2, 1), (2, 2)]
