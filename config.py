@@ -130,6 +130,7 @@ SETTINGS: dict[str, Setting] = {
     "profile": Setting("MLIRC_PROFILE", _flag, "a flag: 1/0, true/false, yes/no, on/off", False),
     "freeze": Setting("MLIRC_FREEZE", _flag, "a flag: 1/0, true/false, yes/no, on/off", True),
     "dynamic_sizes": Setting("MLIRC_DYNAMIC_SIZES", _int_in(0), "an integer >= 0 (0: symbolic graphs run eagerly)", 16),
+    "runtime_sizes": Setting("MLIRC_RUNTIME_SIZES", _flag, "a flag: 1/0, true/false, yes/no, on/off", True),
 }
 # Variables that are not settings of the library (the test suite's own).
 OTHER_VARIABLES = frozenset({"MLIRC_SKIP_OPINFO"})
@@ -176,6 +177,9 @@ class Config:
     profile: bool = field(default_factory=lambda: read_setting("profile"))
     freeze: bool = field(default_factory=lambda: read_setting("freeze"))
     dynamic_sizes: int = field(default_factory=lambda: read_setting("dynamic_sizes"))
+    # CPU kernels of a symbolic graph compiled once, for every size (they take their
+    # sizes as arguments); off: each size compiles its own.
+    runtime_sizes: bool = field(default_factory=lambda: read_setting("runtime_sizes"))
 
 
 _warn_unknown(os.environ)

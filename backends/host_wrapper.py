@@ -32,9 +32,11 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from mlir import ir
 from mlir.dialects import func
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from mlirc.config import config
 from mlirc.dialects import layouts, shapes
@@ -364,6 +366,8 @@ class WrapperBuilder:
         self.checks = decode(entry.attributes)  # flags returned after the graph's results
         self.result_dtypes = result_dtypes
         self.names: dict[object, str] = {}
+        self.integers: set[str] = set()  # names that are integer literals, not tensors
+        self.constants: dict[str, torch.Tensor] = {}  # name -> a constant tensor the wrapper's scope holds
         self.lines: list[str | _Free] = []
         self.meta: dict[str, torch.Tensor] = {}  # name -> its layout, as a meta tensor
         self.root: dict[str, str] = {}  # name -> the name that owns its storage
@@ -529,7 +533,7 @@ class WrapperBuilder:
             self._profiled(f"mlirc {library} {callee}", op)
         else:
             outs = [self.in_place(op, callee, logical) or self.allocate(r, logical) for r in op.results]
-            self.emit_kernel_call(callee, [*(self.name(v) for v in op.operands), *outs])
+            self.emit_kernel_call(op, callee, [*(self.name(v) for v in op.operands), *outs])
             self._profiled(f"mlirc {callee}", op)
 
     def _profiled(self, label: str, op: ir.Operation) -> None:
@@ -589,8 +593,9 @@ class WrapperBuilder:
     def prologue(self) -> None:
         """Per-call setup before the first kernel (none on the CPU)."""
 
-    def emit_kernel_call(self, callee: str, buffers: list[str]) -> None:
-        ptrs = ", ".join(f"{x}.data_ptr()" for x in buffers)
+    def emit_kernel_call(self, op: ir.Operation, callee: str, buffers: list[str]) -> None:
+        """`buffers`: the call's operands (tensors, or an integer's literal) then its results."""
+        ptrs = ", ".join(x if x in self.integers else f"{x}.data_ptr()" for x in buffers)
         self.lines.append(f"    kernels[{callee!r}]({ptrs})")
 
     def emit_library_call(self, op: ir.Operation, library: str, attrs: object, logical: dict) -> None:
@@ -669,6 +674,27 @@ class WrapperBuilder:
         kernel ran: they clamp what they read, so bad data cannot reach memory)."""
         self.lines.append(f"    if not {flag}.item(): raise {check.error}({check.message!r})")
 
+    def emit_constant(self, value: ir.Value, attr: ir.Attribute) -> None:
+        if isinstance(value.type, (ir.IndexType, ir.IntegerType)):
+            literal = str(ir.IntegerAttr(attr).value)
+            self.names[value], _ = literal, self.integers.add(literal)
+            return
+        if not isinstance(attr, ir.DenseElementsAttr):
+            raise PipelineError("mlirc-host-wrapper", f"a constant {attr} cannot be a kernel's argument")
+        shape, dtype = list(shapes.shape_of(value)), _dtype(value.type, None)
+        dense = ir.DenseElementsAttr(attr)
+        with unset_fake_temporarily():  # the compiler runs under the tracer's fake mode
+            if dense.is_splat:
+                splat = dense.get_splat_value()
+                number = ir.FloatAttr(splat).value if isinstance(splat, ir.FloatAttr) else ir.IntegerAttr(splat).value
+                tensor = torch.full(shape, number, dtype=dtype)
+            else:
+                tensor = torch.tensor(np.array(dense)).to(dtype).reshape(shape)
+            meta = torch.empty(shape, dtype=dtype, device="meta")
+        name = f"const{len(self.constants)}"
+        self.names[value], self.constants[name] = name, tensor
+        self.meta[name] = meta  # not a root: never freed, pooled or overwritten
+
     def emit(self, op: ir.Operation, logical: dict) -> None:
         if op.name == "func.call":
             self.emit_call(op, logical)
@@ -682,5 +708,9 @@ class WrapperBuilder:
             self.emit_slice(op)
         elif op.name == "func.return":
             self.emit_return(list(op.operands))
+        elif op.name == "arith.constant":
+            # what a kernel compiled for every size takes as an argument (mlirc-bind-sizes
+            # keep-kernel-arguments): a size, or a size made a value
+            self.emit_constant(op.results[0], op.attributes["value"])
         else:
             raise PipelineError("mlirc-host-wrapper", f"op {op.name} cannot run on the host")

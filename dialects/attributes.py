@@ -29,6 +29,8 @@ DEFERRED_ATTR = "mlirc.deferred"
 SCHEDULE_ATTR = "mlirc.schedule"  # an op's plan, while the transform script runs
 SPLIT_ATTR = "mlirc.split_reduction"  # a split reduction's partial-sum loop
 TAIL_ATTR = "mlirc.masked_tail"  # a peeled last trip of run-time size, vectorized with masks
+# A kernel's copy made by mlirc-bind-sizes for a second caller: the kernel it copies
+ORIGIN_ATTR = "mlirc.origin"
 SIZE_ARGS_ATTR = "mlirc.size_args"  # a kernel's size arguments: [argument, dim] pairs (mlirc-cpu-size-args)
 PARALLEL_LOOP_ATTR = "mlirc.parallel_loop"  # a loop whose trips may run on threads
 PARALLEL_ATTR = "mlirc.parallel"  # array<i64: lb, ub, step> of the chunked loop

@@ -6,6 +6,7 @@ the pass and a ready `mlirc-opt` command that reproduces it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -25,6 +26,7 @@ from mlirc.config import config
 from mlirc.dialects import layouts, make_context, shapes
 from mlirc.dialects.attributes import PREPARE_ATTR, RESULT_EAGER_ATTR, RESULT_LAYOUTS_ATTR
 from mlirc.errors import MlircError, PipelineError, SizeAssumptionFailed
+from mlirc.frontend.hot_sizes import HotSizeCall
 from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
 from mlirc.frontend.stats import stats
@@ -185,8 +187,10 @@ def _finish(
     name: str,
     stage_ir: dict[str, str],
     done: str,
+    build: Callable[..., tuple[Callable, str, int]] | None = None,
 ) -> CompiledRegion:
-    """The stages after `done` (a stage's name, or "mlirc": none) on `module`, then the call."""
+    """The stages after `done` (a stage's name, or "mlirc": none) on `module`, then the
+    call (made by `build`, the backend's where None)."""
     outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
@@ -197,7 +201,8 @@ def _finish(
         for stage in stages:
             _run_stage(module, stage, name, stage_ir, options, before)
             before = stage_ir[stage]
-        call, source, kernel_count = backend.build(module, name, stage_ir, result_dtypes, device, options)
+        build = build or backend.build
+        call, source, kernel_count = build(module, name, stage_ir, result_dtypes, device, options)
     if any(n is None for n in outputs):
         call = _with_none_outputs(call, [n is None for n in outputs])
     constants = constant_inputs(gm)
@@ -215,6 +220,13 @@ def _build_cpu(
     device: torch.device,
     options: PassOptions,
 ) -> tuple[Callable, str, int]:
+    """The kernels compiled (_compile_cpu_kernels), then the host wrapper."""
+    return _wrap_cpu(module, name, _compile_cpu_kernels(module, name, stage_ir, options), result_dtypes, device)
+
+
+def _compile_cpu_kernels(
+    module: ir.Module, name: str, stage_ir: dict[str, str], options: PassOptions
+) -> codegen.CompiledKernels:
     """The kernel stage on a copy (the host wrapper reads the entry from `module`),
     then LLVM IR (dumped), then machine code."""
     kernels = module.operation.clone()  # a ModuleOp: what the kernel stage and codegen use of a module
@@ -227,11 +239,16 @@ def _build_cpu(
     )
     if config.dump_dir:
         _dump(name, "llvm", codegen.emit_llvm(kernels), ext="ll")
-    compiled = _step(
+    return _step(
         "llvmlite",
         lambda: codegen.compile_kernels(kernels, codegen.kernel_signatures(module)),
         lambda: f"the LLVM IR is in {_saved(codegen.emit_llvm(kernels), name, 'llvm', 'll')}",
     )
+
+
+def _wrap_cpu(
+    module: ir.Module, name: str, compiled: codegen.CompiledKernels, result_dtypes: list, device: torch.device
+) -> tuple[Callable, str, int]:
     call, source = _step(
         "mlirc-host-wrapper",
         lambda: build_wrapper(module, compiled, result_dtypes, device),
@@ -275,12 +292,25 @@ def _check_bound_results(entry: ir.Operation, eager: list) -> None:
 
 
 @dataclass(frozen=True)
+class _SharedKernels:
+    """A symbolic graph's CPU kernels compiled once, for every size (they take their
+    sizes as arguments, passes/cpu_size_args.py): the module after row fusion, which
+    each size binds for its host wrapper, and the machine code."""
+
+    fused: str
+    compiled: codegen.CompiledKernels
+
+
+@dataclass
 class _Lowered:
     """A symbolic graph through the stages that ran on its `?` dims: each stage's
-    text, and the last that ran (what each size binds)."""
+    text, and the last that ran (what each size binds); on the CPU, its kernels
+    compiled for every size, once tried (None where they could not be)."""
 
     stage_ir: dict[str, str]
     bound_after: str
+    shared: _SharedKernels | None = None
+    shared_tried: bool = False
 
 
 class SymbolicRegion:
@@ -356,19 +386,73 @@ class SymbolicRegion:
 
     def _compile_at(self, lowered: _Lowered, sizes: tuple[int, ...], eager: list | None) -> CompiledRegion:
         name = f"{self.name}-{'x'.join(map(str, sizes))}"
+        shared = self._shared_kernels(lowered)
+        if shared is None:
+            return self._compile_per_size(lowered, sizes, eager, name)
+        region = self._wrap_shared(shared, sizes, eager, name)
+        static = lambda: self._compile_per_size(lowered, sizes, eager, f"{name}-hot").call  # noqa: E731
+        return dataclasses.replace(region, call=HotSizeCall(region.call, static))
+
+    def _compile_per_size(
+        self, lowered: _Lowered, sizes: tuple[int, ...], eager: list | None, name: str
+    ) -> CompiledRegion:
+        """The kernels of this size alone: the module bound, then the stages after."""
         bound_after = lowered.bound_after
         module = ir.Module.parse(lowered.stage_ir[bound_after], self.context)
+        pipeline = [configured(stage, self.options) for stage in AFTER_BINDING[bound_after]]
+        self._bind(module, bind_sizes.BindSizesOptions(sizes), pipeline, eager)
+        stage_ir = {bound_after: str(module)}
+        _dump(name, "bound", stage_ir[bound_after])
+        return _finish(self.gm, module, self.device, self.options, name, stage_ir, bound_after)
+
+    def _bind(
+        self, module: ir.Module, options: bind_sizes.BindSizesOptions, then: list[str], eager: list | None
+    ) -> None:
+        """Bind `module`'s sizes, run `then`, and check the results against eager's."""
         with module.context:
-            pipeline = [format_element("mlirc-bind-sizes", bind_sizes.BindSizesOptions(sizes))]
-            pipeline += [configured(stage, self.options) for stage in AFTER_BINDING[bound_after]]
+            pipeline = [format_element("mlirc-bind-sizes", options), *then]
             _step("mlirc-bind-sizes", lambda: run_passes(module, pipeline, stage="mlirc-bind-sizes"))
             if eager is not None:
                 entry = bind_sizes.entry_function(module.operation)
                 _check_bound_results(entry, eager)
                 entry.attributes[RESULT_EAGER_ATTR] = layouts.encode_eager(eager)
-        stage_ir = {bound_after: str(module)}
-        _dump(name, "bound", stage_ir[bound_after])
-        return _finish(self.gm, module, self.device, self.options, name, stage_ir, bound_after)
+
+    def _shared_kernels(self, lowered: _Lowered) -> _SharedKernels | None:
+        """The CPU kernels of a graph whose kernels were formed on `?` dims, compiled
+        once for every size (tried once per lowering; None where they could not be:
+        then each size compiles its own, as before)."""
+        if self.device.type != "cpu" or not config.runtime_sizes or lowered.bound_after != "kernels":
+            return None
+        if not lowered.shared_tried:
+            lowered.shared_tried = True
+            name = f"{self.name}-sizes"
+            module = ir.Module.parse(lowered.stage_ir["kernels"], self.context)
+            stage_ir = {"kernels": lowered.stage_ir["kernels"]}
+            try:
+                with module.context:
+                    _run_stage(module, "cpu-fusion", name, stage_ir, self.options, stage_ir["kernels"])
+                    compiled = _compile_cpu_kernels(module, name, stage_ir, self.options)
+            except MlircError as err:
+                log.debug("%s: kernels for every size failed, compiled per size: %s", self.name, err)
+                return None
+            lowered.shared = _SharedKernels(stage_ir["cpu-fusion"], compiled)
+            stats().symbolic_shared += 1
+        return lowered.shared
+
+    def _wrap_shared(
+        self, shared: _SharedKernels, sizes: tuple[int, ...], eager: list | None, name: str
+    ) -> CompiledRegion:
+        """A size of a graph whose kernels serve every size: bound only for its host
+        wrapper, which calls the shared kernels with this size's sizes."""
+        module = ir.Module.parse(shared.fused, self.context)
+        self._bind(module, bind_sizes.BindSizesOptions(sizes, keep_kernel_arguments=True), [], eager)
+        stage_ir = {"cpu-fusion": str(module)}
+        _dump(name, "bound", stage_ir["cpu-fusion"])
+
+        def wrap(module: ir.Module, name: str, _ir: dict, result_dtypes: list, device: torch.device, _options: dict):
+            return _wrap_cpu(module, name, shared.compiled, result_dtypes, device)
+
+        return _finish(self.gm, module, self.device, self.options, name, stage_ir, "cpu-fusion", wrap)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,9 @@ class CompileStats:
     symbolic_binds: int = 0  # sizes compiled from a symbolic import (the rest: from the FX graph)
     symbolic_lowered: int = 0  # symbolic imports lowered to linalg once, bound after that stage or later
     symbolic_kernels: int = 0  # ... whose kernels were formed on symbolic sizes too, bound after that
+    symbolic_shared: int = 0  # ... whose CPU kernels were compiled once, for every size
+    symbolic_hot_sizes: int = 0  # sizes called often enough to be compiled on their own too
+    symbolic_hot_static: int = 0  # ... where that compile was faster and serves the size
     symbolic_assumption_misses: int = 0  # sizes that broke a size assumption (compiled from a second lowering)
     symbolic_bind_failures: int = 0  # sizes such an import failed to compile at (then specialized per size)
     # regions whose work on parameters alone runs once, cached until one changes (passes/hoist_frozen.py)
@@ -50,7 +53,8 @@ class CompileStats:
             + (f" library_nodes={self.library_nodes}" if self.library_nodes else "")
             + (
                 f" symbolic_imports={self.symbolic_imports}/{self.symbolic_graphs} binds={self.symbolic_binds}"
-                f" lowered={self.symbolic_lowered} formed={self.symbolic_kernels}"
+                f" lowered={self.symbolic_lowered} formed={self.symbolic_kernels} shared={self.symbolic_shared}"
+                f" hot_sizes={self.symbolic_hot_sizes} hot_static={self.symbolic_hot_static}"
                 f" assumption_misses={self.symbolic_assumption_misses} bind_failures={self.symbolic_bind_failures}"
                 if self.symbolic_graphs
                 else ""

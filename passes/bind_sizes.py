@@ -13,6 +13,12 @@ copy of it where it has other callers), and its results become as static as what
 it returns.  A module that is not static afterwards is an error, and so is one
 whose size assertions (`cf.assert`, a pass's assumption on its `?` sizes, such as
 mlirc-split-reductions' short sums) do not fold away as true.
+
+With `keep-kernel-arguments` every kernel keeps its arguments (an unread size
+source included) and each copy of a kernel names the kernel it was copied from
+(`mlirc.origin`): the bound module then describes calls of the symbolic module's
+own kernels, compiled once for every size (passes/cpu_size_args.py), and only its
+entry is run -- by the host wrapper.
 """
 
 from __future__ import annotations
@@ -27,7 +33,15 @@ from mlir import ir, passmanager
 from mlir.dialects import arith, func, tensor
 
 from mlirc.dialects import builders, dims, shapes
-from mlirc.dialects.attributes import ARG_LAYOUTS_ATTR, ENTRY_ATTR, FROZEN_ATTR, KERNEL_ATTR, LIBRARY_ATTR
+from mlirc.dialects.attributes import (
+    ARG_LAYOUTS_ATTR,
+    ENTRY_ATTR,
+    FROZEN_ATTR,
+    KERNEL_ATTR,
+    LIBRARY_ATTR,
+    ORIGIN_ATTR,
+    PREPARED_ATTR,
+)
 from mlirc.errors import PipelineError, SizeAssumptionFailed, UnsupportedOpError
 from mlirc.passes.registry import register_pass
 
@@ -40,6 +54,7 @@ _MAX_ROUNDS = 64
 @dataclass(frozen=True)
 class BindSizesOptions:
     sizes: tuple[int, ...] | None = None
+    keep_kernel_arguments: bool = False
 
 
 def _functions(module: ir.Operation) -> dict[str, func.FuncOp]:
@@ -291,13 +306,16 @@ def _drop_sizes(op: ir.Operation, tensors: list[ir.Value]) -> None:
 
 def _drop_arg_attributes(fn: func.FuncOp, index: int) -> None:
     """The entry's per-argument layouts (the host wrapper's) lose an erased argument's,
-    and the frozen arguments after it move down one."""
+    and the argument positions after it move down one."""
     if ARG_LAYOUTS_ATTR in fn.attributes:
         kept = [a for i, a in enumerate(ir.ArrayAttr(fn.attributes[ARG_LAYOUTS_ATTR])) if i != index]
         fn.attributes[ARG_LAYOUTS_ATTR] = ir.ArrayAttr.get(kept)
-    if FROZEN_ATTR in fn.attributes:
-        frozen = [i - (i > index) for i in ir.DenseI64ArrayAttr(fn.attributes[FROZEN_ATTR]) if i != index]
-        fn.attributes[FROZEN_ATTR] = ir.DenseI64ArrayAttr.get(frozen)
+    # The frozen arguments, and those a prepare function takes (a module bound after
+    # mlirc-hoist-frozen: kernels compiled for every size), move down one.
+    for name in (FROZEN_ATTR, PREPARED_ATTR):
+        if name in fn.attributes:
+            kept = [i - (i > index) for i in ir.DenseI64ArrayAttr(fn.attributes[name]) if i != index]
+            fn.attributes[name] = ir.DenseI64ArrayAttr.get(kept)
 
 
 def _static_source(value: ir.Value) -> ir.Value | None:
@@ -377,6 +395,8 @@ def _copy(module: ir.Operation, fn: func.FuncOp, functions: dict[str, func.FuncO
     name = next(f"{fn.sym_name.value}_{k}" for k in itertools.count(1) if f"{fn.sym_name.value}_{k}" not in functions)
     clone = fn.operation.clone(ir.InsertionPoint(module.regions[0].blocks[0]))
     clone.attributes["sym_name"] = ir.StringAttr.get(name)
+    if ORIGIN_ATTR not in clone.attributes:
+        clone.attributes[ORIGIN_ATTR] = ir.StringAttr.get(fn.sym_name.value)
     functions[name] = clone.opview
     return clone.opview
 
@@ -503,7 +523,9 @@ def bind_sizes(module: ir.Operation, options: BindSizesOptions) -> None:
                     calls[name] = _retype_calls(calls.get(name, []), results)
         if not changed:
             break
-    if _drop_unread_kernel_args(module):  # the operands' constants and size reads go
+    if not options.keep_kernel_arguments and _drop_unread_kernel_args(
+        module
+    ):  # the operands' constants and size reads go
         passmanager.PassManager.parse("builtin.module(canonicalize)").run(module)
     left = _dynamic_types(module)
     if left:

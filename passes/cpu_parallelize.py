@@ -202,8 +202,10 @@ def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[Bound], min_byt
             del clone.attributes[PARALLEL_LOOP_ATTR]
     # The kernel keeps what sizes the buffers and the range (merged loops' trip
     # counts): the chunk has its own copy of the rest.
+    kept = {v.owner for v in bounds[:2] if isinstance(v, ir.Value) and not isinstance(v.owner, ir.Block)}
     for o in reversed(body):
-        if o.name not in ("arith.constant", "arith.muli", "memref.reinterpret_cast"):
+        used = any(list(r.uses) for r in o.results)
+        if not used and o not in kept and o.name not in ("arith.constant", "memref.reinterpret_cast"):
             o.erase()
     with ir.InsertionPoint(kernel.entry_block), kernel.location:
         lb, ub = (_index(b) for b in bounds[:2])

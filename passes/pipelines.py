@@ -23,6 +23,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_parallelize,
     cpu_size_args,
     cpu_skinny_matmul,
+    cpu_strided_copies,
     cpu_vector_math,
     cpu_vectorize,
     cpu_widen_halves,
@@ -76,6 +77,8 @@ CPU_BUFFERIZE = [
     "mlirc-cpu-parallelize",
 ]
 CPU_TO_LLVM = [
+    # A copy between buffers that are not contiguous would call MLIR's runtime library.
+    "mlirc-cpu-strided-copies",
     "convert-linalg-to-loops",
     "convert-vector-to-scf{full-unroll=1}",
     "lower-affine",

@@ -51,6 +51,8 @@ def row_shape(kernel: func.FuncOp) -> RowShape | None:
     if generic is None:
         return None
     ranges = tuple(loop_ranges(generic))
+    if any(ir.ShapedType.is_dynamic_size(r) for r in ranges):
+        return None  # equal `?` ranges need not be equal sizes
     iters = ["reduction" in str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])]
     if not any(iters):
         return RowShape(ranges, None)

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import time
 
 import pytest
 import torch
 from mlir import ir
+from test_symbolic_import import Block, CausalBlock, cnn
+from torch._dynamo.utils import counters
 
+import mlirc
 from mlirc.backends.cpu import codegen
 from mlirc.dialects import make_context
+from mlirc.frontend import hot_sizes
 from mlirc.passes.cpu_size_args import size_arguments
 from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
 from mlirc.passes.pipelines import configured
@@ -228,3 +233,61 @@ def test_sizes_follow_the_buffers_in_argument_order():
     with make_context():
         types = [ir.Type.parse(t) for t in ("tensor<?x37xf32>", "tensor<37xf32>", "tensor<2x?x?xf32>")]
     assert size_arguments(types) == [(0, 0), (2, 1), (2, 2)]
+
+
+# Through torch.compile: every size of a symbolic graph runs the kernels compiled
+# for it once (frontend/compile.py SymbolicRegion); a size only binds the module
+# for its host wrapper.
+MODELS = {
+    "attention_batch": (Block, lambda n: torch.randn(n, 7, 16)),
+    "attention_sequence": (Block, lambda n: torch.randn(3, n, 16)),
+    "causal_sequence": (CausalBlock, lambda n: torch.randn(2, n, 16)),
+    "cnn_image": (cnn, lambda n: torch.randn(2, 3, n + 4, n + 9)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_one_llvm_compile_per_graph_serves_every_size(name, monkeypatch):
+    make_model, make_input = MODELS[name]
+    model = make_model().eval()
+    compiles = []
+    compile_kernels = codegen.compile_kernels
+    monkeypatch.setattr(codegen, "compile_kernels", lambda *a: compiles.append(1) or compile_kernels(*a))
+    counters.clear()
+    compiled = torch.compile(model, backend="mlirc", dynamic=True)
+    with torch.no_grad():
+        for n in (2, 3, 7, 16, 17, 64, 1, 5):
+            x = make_input(n)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    stats, graphs = mlirc.stats(), counters["stats"]["unique_graphs"]
+    # Dynamo's graphs: the symbolic one, a static one for a size of 1 (its 0/1
+    # specialization), a second symbolic one for a range of sizes (a convolution's)
+    assert len(compiles) == graphs <= 3, stats.summary()
+    assert stats.symbolic_shared == stats.symbolic_imports >= 1 and stats.fallback_nodes == 0, stats.summary()
+
+
+def test_a_hot_size_is_compiled_on_its_own_and_timed(monkeypatch):
+    """A size called HOT_CALLS times is compiled for itself too, timed against the
+    kernels of every size on the call's arguments, and the faster serves it; a size
+    called less stays on the shared kernels.  Answers are eager's throughout."""
+    monkeypatch.setattr(hot_sizes, "HOT_CALLS", 3)
+    model = Block().eval()
+    compiled = torch.compile(model, backend="mlirc", dynamic=True)
+    with torch.no_grad():
+        for x in [torch.randn(5, 7, 16) for _ in range(5)] + [torch.randn(6, 7, 16)]:
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    stats = mlirc.stats()
+    assert stats.symbolic_shared == 1 and stats.symbolic_hot_sizes == 1, stats.summary()
+
+
+def test_the_faster_call_is_kept():
+    def slow(x: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.002)
+        return x + 1
+
+    def fast(x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+    x = torch.ones(3)
+    assert hot_sizes.faster(slow, fast, (x,)) is fast
+    assert hot_sizes.faster(fast, slow, (x,)) is fast

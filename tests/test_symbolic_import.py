@@ -135,9 +135,10 @@ def test_what_waits_for_sizes_is_lowered_once_they_are_bound(tmp_path):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_bound_module_compiles_as_the_static_import(name, tmp_path):
+def test_bound_module_compiles_as_the_static_import(name, tmp_path, monkeypatch):
     """Bound at the sizes it was traced with, the symbolic import ends in the static
-    graph's kernels, to the byte."""
+    graph's kernels, to the byte (kernels compiled per size, MLIRC_RUNTIME_SIZES=0)."""
+    monkeypatch.setattr(config, "runtime_sizes", False)
     model, make = MODELS[name]
     x = make(6)
     static = _stage_dumps(model, x, False, tmp_path / "static")
@@ -171,13 +172,17 @@ FORMED = {
 }
 
 
+@pytest.mark.parametrize("runtime_sizes", [True, False])
 @pytest.mark.parametrize("name", sorted(FORMED))
-def test_kernels_formed_on_symbolic_sizes(name, tmp_path):
+def test_kernels_formed_on_symbolic_sizes(name, runtime_sizes, tmp_path, monkeypatch):
     """Where nothing waits for a size (row-wise work over static rows, linear layers,
     a narrow head generated as a contraction, elementwise work), kernels are formed
     once on `?` dims and a new size only binds them: the kernel stage is not dumped
     per size, and every size binds.  Dynamo may make a second graph for a range of
-    sizes (a convolution's): each forms its kernels once."""
+    sizes (a convolution's): each forms its kernels once.  The CPU kernels are then
+    compiled once for every size (they take their sizes as arguments), or with
+    MLIRC_RUNTIME_SIZES=0 once per size."""
+    monkeypatch.setattr(config, "runtime_sizes", runtime_sizes)
     model, make = FORMED[name]
     counters.clear()
     compiled = torch.compile(model, backend="mlirc", dynamic=True)
@@ -194,7 +199,9 @@ def test_kernels_formed_on_symbolic_sizes(name, tmp_path):
     assert stats.symbolic_binds == 6 and stats.symbolic_bind_failures == 0, stats.summary()
     kernels = glob.glob(os.path.join(tmp_path, "*.kernels.mlir"))
     assert len(kernels) == graphs and all("tensor<?x" in open(k).read() for k in kernels)
-    assert len(glob.glob(os.path.join(tmp_path, "*.cpu.mlir"))) == 6
+    assert stats.symbolic_shared == (graphs if runtime_sizes else 0), stats.summary()
+    assert len(glob.glob(os.path.join(tmp_path, "*.cpu.mlir"))) == (graphs if runtime_sizes else 6)
+    assert len(glob.glob(os.path.join(tmp_path, "*.bound.mlir"))) == 6
 
 
 def test_a_size_that_breaks_an_assumption_compiles_from_a_second_lowering(tmp_path):
@@ -216,8 +223,10 @@ def test_a_size_that_breaks_an_assumption_compiles_from_a_second_lowering(tmp_pa
     assert len(glob.glob(os.path.join(tmp_path, "*-deferring.linalg.mlir"))) == 1
     (long_rows,) = glob.glob(os.path.join(tmp_path, "*x3001.kernels.mlir"))
     assert "x512xf32>" in open(long_rows).read()
-    (short_rows,) = glob.glob(os.path.join(tmp_path, "*x2048.cpu.mlir"))
-    assert not glob.glob(os.path.join(tmp_path, "*x2048.kernels.mlir"))  # bound after kernel formation
+    # short rows: bound after kernel formation, their kernels compiled once for every size
+    assert not glob.glob(os.path.join(tmp_path, "*x2048.kernels.mlir"))
+    assert len(glob.glob(os.path.join(tmp_path, "*-sizes.cpu.mlir"))) == stats.symbolic_shared == 1
+    assert glob.glob(os.path.join(tmp_path, "*x2048.bound.mlir"))
 
 
 def test_a_graph_that_needs_a_static_size_is_specialized_per_size():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -50,12 +50,15 @@ def target_machine(jit: bool = False) -> llvm.TargetMachine:
 class KernelSignature:
     name: str
     num_args: int  # inputs + outputs (data pointers), then sizes
+    sizes: tuple[tuple[int, int], ...] = ()  # (buffer, dim) of each size argument
 
 
 @dataclass
 class CompiledKernels:
     engine: llvm.ExecutionEngine
     functions: dict[str, ctypes._CFuncPtr]
+    # The size arguments of each kernel of run-time sizes: (buffer, dim) pairs
+    sizes: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
 
 def kernel_signatures(module: ir.Module) -> list[KernelSignature]:
@@ -64,7 +67,8 @@ def kernel_signatures(module: ir.Module) -> list[KernelSignature]:
         if compiled_kernel(op):
             ftype = ir.FunctionType(op.attributes["function_type"].value)
             buffers = [*ftype.inputs, *ftype.results]
-            sigs.append(KernelSignature(op.sym_name.value, len(buffers) + len(size_arguments(buffers))))
+            sizes = tuple(size_arguments(buffers))
+            sigs.append(KernelSignature(op.sym_name.value, len(buffers) + len(sizes), sizes))
     return sigs
 
 
@@ -201,7 +205,7 @@ def compile_kernels(kernels: ir.Module, signatures: list[KernelSignature]) -> Co
     for obj in objects:
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
-    return CompiledKernels(engine, _functions(engine, signatures))
+    return CompiledKernels(engine, _functions(engine, signatures), _sizes(signatures))
 
 
 def jit(llvm_ir: str, signatures: list[KernelSignature]) -> CompiledKernels:
@@ -217,7 +221,11 @@ def jit(llvm_ir: str, signatures: list[KernelSignature]) -> CompiledKernels:
     optimize(parsed, machine)
     engine = llvm.create_mcjit_compiler(parsed, machine)
     engine.finalize_object()
-    return CompiledKernels(engine, _functions(engine, signatures))
+    return CompiledKernels(engine, _functions(engine, signatures), _sizes(signatures))
+
+
+def _sizes(signatures: list[KernelSignature]) -> dict[str, tuple[tuple[int, int], ...]]:
+    return {sig.name: sig.sizes for sig in signatures if sig.sizes}
 
 
 def _functions(engine: llvm.ExecutionEngine, signatures: list[KernelSignature]) -> dict[str, ctypes._CFuncPtr]:

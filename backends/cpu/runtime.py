@@ -21,14 +21,29 @@ from mlirc.backends.host_wrapper import (
     wrapper_scope,
 )
 from mlirc.config import config
+from mlirc.dialects import shapes
+from mlirc.dialects.attributes import ORIGIN_ATTR
 from mlirc.passes.ir_utils import entry_functions
 
 
 class CpuWrapperBuilder(WrapperBuilder):
-    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - WrapperBuilder's
+    def __init__(self, *args, kernel_sizes: dict | None = None, **kwargs) -> None:  # noqa: ANN002, ANN003 - WrapperBuilder's
         super().__init__(*args, **kwargs)
         self.conv_sites: list[packed_weights.PackedConv] = []
         self.linear_sites: list[packed_weights.PackedLinear] = []
+        # Kernels compiled for run-time sizes: their (buffer, dim) size arguments
+        self.kernel_sizes = kernel_sizes or {}
+
+    def emit_kernel_call(self, op: ir.Operation, callee: str, buffers: list[str]) -> None:
+        """A kernel of run-time sizes (one compile for every size: a copy the binding
+        made calls its original) takes its buffers' sizes after them, here constants."""
+        kernel = self.kernels.get(callee)
+        if kernel is not None and ORIGIN_ATTR in kernel.attributes:
+            callee = ir.StringAttr(kernel.attributes[ORIGIN_ATTR]).value
+        values = [*op.operands, *op.results]
+        sizes = [str(shapes.shape_of(values[arg])[dim]) for arg, dim in self.kernel_sizes.get(callee, ())]
+        self.integers.update(sizes)
+        super().emit_kernel_call(op, callee, [*buffers, *sizes])
 
     def library_variant(self, library: str, operands: list[str]) -> str:
         metas = [self.meta.get(name) for name in operands]
@@ -61,9 +76,13 @@ def build_wrapper(
 ) -> tuple[Callable, str]:
     entry = entry_functions(module.body)[0]
     kernels = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
-    builder = CpuWrapperBuilder(entry, result_dtypes, kernels, scratch_limit_bytes=config.scratch_mb << 20)
+    builder = CpuWrapperBuilder(
+        entry, result_dtypes, kernels, scratch_limit_bytes=config.scratch_mb << 20, kernel_sizes=compiled.sizes
+    )
     prepare = prepare_function(entry)
     source = builder.build("call" if prepare is None else "call_prepared")
+    if prepare is not None:
+        source += "\n\n" + _prepare_source(entry, prepare, kernels, builder)
     scope = {
         **wrapper_scope(device),
         "kernels": compiled.functions,
@@ -71,9 +90,8 @@ def build_wrapper(
         "onednn_mm": gemm_choice.onednn_mm,
         "conv_sites": builder.conv_sites,
         "linear_sites": builder.linear_sites,
+        **builder.constants,
     }
-    if prepare is not None:
-        source += "\n\n" + _prepare_source(entry, prepare, kernels, builder.conv_sites, builder.linear_sites)
     exec(compile(source, "<mlirc-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
     if prepare is not None:
         scope["prepared"] = PreparedCache(scope["prepare"])
@@ -82,12 +100,11 @@ def build_wrapper(
     return call, source
 
 
-def _prepare_source(
-    entry: func.FuncOp, prepare: func.FuncOp, kernels: dict, conv_sites: list, linear_sites: list
-) -> str:
+def _prepare_source(entry: func.FuncOp, prepare: func.FuncOp, kernels: dict, call: CpuWrapperBuilder) -> str:
     """The prepare function (run when a frozen argument changes, see
     passes/hoist_frozen.py) and the guarded `call` in front of `call_prepared`."""
     results = ir.FunctionType(prepare.attributes["function_type"].value).results
-    builder = CpuWrapperBuilder(prepare, [storage_dtype(t) for t in results], kernels)
-    builder.conv_sites, builder.linear_sites = conv_sites, linear_sites  # one list per kind for both functions
+    builder = CpuWrapperBuilder(prepare, [storage_dtype(t) for t in results], kernels, kernel_sizes=call.kernel_sizes)
+    # one list per kind for both functions, and one scope
+    builder.conv_sites, builder.linear_sites, builder.constants = call.conv_sites, call.linear_sites, call.constants
     return builder.build("prepare") + "\n\n" + frozen_guard_source(entry)

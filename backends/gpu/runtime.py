@@ -44,7 +44,7 @@ class GpuWrapperBuilder(WrapperBuilder):
         error surfaces at the next synchronization, as eager's CUDA kernels report it."""
         self.lines.append(f"    torch._assert_async({flag}, {(check.error + ': ' + check.message)!r})")
 
-    def emit_kernel_call(self, callee: str, buffers: list[str]) -> None:
+    def emit_kernel_call(self, op: ir.Operation, callee: str, buffers: list[str]) -> None:
         gx, gy, gz = ir.DenseI64ArrayAttr(self.kernels[callee].attributes[GRID_ATTR])
         if gx * gy * gz == 0:
             return

@@ -73,11 +73,14 @@ func.func @two_callers(%x: tensor<?x16xf32>, %y: tensor<?x16xf32>, %s: index, %t
 // -----
 
 // The frozen arguments (parameters: mlirc-hoist-frozen) keep their mark as the size
-// arguments before them leave the signature: positions 1 and 4 become 0 and 2.
+// arguments before them leave the signature: positions 1 and 4 become 0 and 2; so
+// do those a prepare function takes (a module bound after mlirc-hoist-frozen, whose
+// kernels serve every size).
 // CHECK-LABEL: func.func @frozen_positions
 // CHECK-SAME: (%{{.*}}: tensor<16xf32>, %{{.*}}: tensor<4x5x16xf32>, %{{.*}}: tensor<16xf32>)
 // CHECK-SAME: mlirc.frozen = array<i64: 0, 2>
-func.func @frozen_positions(%s0: index, %w: tensor<16xf32>, %s1: index, %x: tensor<?x?x16xf32>, %b: tensor<16xf32>) -> tensor<?x?x16xf32> attributes {mlirc.entry, mlirc.frozen = array<i64: 1, 4>} {
+// CHECK-SAME: mlirc.prepared = array<i64: 2>
+func.func @frozen_positions(%s0: index, %w: tensor<16xf32>, %s1: index, %x: tensor<?x?x16xf32>, %b: tensor<16xf32>) -> tensor<?x?x16xf32> attributes {mlirc.entry, mlirc.frozen = array<i64: 1, 4>, mlirc.prepared = array<i64: 4>} {
   %0 = "mlirc.add"(%x, %w) : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
   %1 = "mlirc.add"(%0, %b) : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
   return %1 : tensor<?x?x16xf32>

@@ -1,0 +1,78 @@
+"""Hot sizes: a size called often gets its own static compile, kept where it is faster.
+
+A symbolic graph's CPU kernels are compiled once for every size (they take their
+sizes as arguments, passes/cpu_size_args.py), so a new size costs only its binding
+and host wrapper.  Kernels of one size can still be faster: their loops have
+constant trip counts, their tails are exact, row loops form over rows whose
+count the binding knows.  So after HOT_CALLS calls at one size, that size is
+compiled statically too (as with MLIRC_RUNTIME_SIZES=0), both are timed on the call's own
+arguments, interleaved, and the faster serves that size from then on.  The
+compile and the timing happen once per hot size, inside the call that makes it hot.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mlirc.frontend.stats import stats
+
+log = logging.getLogger(__name__)
+
+HOT_CALLS = 16  # calls at one size before it is compiled for that size alone
+ROUNDS = 5  # interleaved timed rounds per candidate
+ROUND_S = 0.01  # each round lasts about this long
+
+
+def _round(fn: Callable, args: tuple, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    return (time.perf_counter() - start) / calls
+
+
+def faster(current: Callable, candidate: Callable, args: tuple) -> Callable:
+    """Whichever of two calls with the same answers runs `args` faster (medians of
+    interleaved rounds after one warm-up call each)."""
+    once = max(_round(current, args, 1), _round(candidate, args, 1), 1e-6)
+    calls = max(1, int(ROUND_S / once))
+    times: dict[int, list[float]] = {0: [], 1: []}
+    for _ in range(ROUNDS):
+        for index, fn in enumerate((current, candidate)):
+            times[index].append(_round(fn, args, calls))
+    kept, other = (0, 1) if statistics.median(times[0]) <= statistics.median(times[1]) else (1, 0)
+    log.debug("hot size: %s kept (%.3g s against %.3g s)", ("shared", "static")[kept], *(
+        statistics.median(times[i]) for i in (kept, other)
+    ))  # fmt: skip
+    return (current, candidate)[kept]
+
+
+class HotSizeCall:
+    """One size's call through the kernels of every size; at its HOT_CALLS-th call,
+    `specialize()` compiles the size on its own and the faster of the two is kept."""
+
+    def __init__(self, call: Callable, specialize: Callable[[], Callable]) -> None:
+        self.call = call
+        self.specialize: Callable[[], Callable] | None = specialize
+        self.calls = 0
+
+    def __call__(self, *args: Any) -> Any:
+        if self.specialize is not None:
+            self.calls += 1
+            if self.calls >= HOT_CALLS:
+                self._decide(args)
+        return self.call(*args)
+
+    def _decide(self, args: tuple) -> None:
+        specialize, self.specialize = self.specialize, None
+        try:
+            static = specialize()
+        except Exception:  # noqa: BLE001 - the shared kernels keep serving the size
+            log.debug("compiling a hot size on its own failed", exc_info=True)
+            return
+        stats().symbolic_hot_sizes += 1
+        self.call = faster(self.call, static, args)
+        stats().symbolic_hot_static += self.call is static
