@@ -15,7 +15,9 @@ then one loop, each row's logits never leaving L1.
 The loop runs over the rows flattened to one index, so that mlirc-cpu-parallelize
 can split it across threads whatever the row dims' sizes; it is marked as the
 kernel's parallel loop, and each member generic is left on row slices for
-mlirc-cpu-vectorize to tile and vectorize as it would a whole kernel's.
+mlirc-cpu-vectorize to tile and vectorize as it would a whole kernel's.  On `?`
+sizes (kernels compiled for every size) the row count, the delinearization and a
+row's `?` length are run-time values, read where the kernel sizes its buffers.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from mlir.dialects import arith, func, linalg, scf, tensor
 
 from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR
 from mlirc.passes.ir_utils import remap_operands
-from mlirc.passes.linalg_utils import is_fill, loop_ranges
+from mlirc.passes.linalg_utils import is_fill
 from mlirc.passes.registry import register_pass
+from mlirc.passes.resolve_call_dims import linalg_init
 from mlirc.passes.row_groups import fuse_row_groups
 
 # Elements of the longest row a group holds: its intermediates (a few rows of
@@ -37,12 +40,49 @@ MAX_ROW = 8192
 ROW_LOOP_OPS = frozenset({"tensor.empty", "linalg.fill", "linalg.generic"})
 
 
-def _index(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IndexType.get(), value).result
+# A size: static, or a value computed where the kernel sizes its buffers
+Size = int | ir.Value
+DYNAMIC = ir.ShapedType.get_dynamic_size()
+
+
+def _index(value: Size) -> ir.Value:
+    return value if isinstance(value, ir.Value) else arith.ConstantOp(ir.IndexType.get(), value).result
 
 
 def _shape(value: ir.Value) -> list[int]:
     return list(ir.RankedTensorType(value.type).shape)
+
+
+def _sizes_here(value: ir.Value) -> list[Size]:
+    """`value`'s sizes, its `?` ones read with tensor.dim at the insertion point."""
+    return [tensor.dim(value, _index(i)) if s == DYNAMIC else s for i, s in enumerate(_shape(value))]
+
+
+def _buffer_sizes(value: ir.Value) -> list[Size] | None:
+    """The sizes of a member's result as the kernel made its buffer: its `?` ones are
+    the operands of the `tensor.empty` it was written into (through inits and fills),
+    defined outside the row loop.  None where it was not."""
+    while not isinstance(value.owner, ir.Block) and value.owner.name != "tensor.empty":
+        value = linalg_init(value.owner, ir.OpResult(value).result_number)
+        if value is None:
+            return None
+    if isinstance(value.owner, ir.Block):
+        return None
+    dynamic = iter(value.owner.operands)
+    return [next(dynamic) if s == DYNAMIC else s for s in _shape(value)]
+
+
+def _product(sizes: list[Size]) -> ir.Value:
+    static = math.prod(s for s in sizes if isinstance(s, int))
+    total = None if static == 1 else _index(static)
+    for size in sizes:
+        if isinstance(size, ir.Value):
+            total = size if total is None else arith.muli(total, size)
+    return _index(1) if total is None else total
+
+
+def _empty(sizes: list[Size], element: ir.Type) -> ir.Value:
+    return tensor.EmptyOp(sizes, element).result
 
 
 def _row_type(value: ir.Value, rows: int) -> ir.RankedTensorType:
@@ -54,7 +94,7 @@ def _row_type(value: ir.Value, rows: int) -> ir.RankedTensorType:
 class RowLoopBuilder:
     """Rewrites a fused kernel's body as one loop over its (flattened) rows."""
 
-    def __init__(self, kernel: func.FuncOp, rows: int, row_sizes: list[int]) -> None:
+    def __init__(self, kernel: func.FuncOp, rows: int, row_sizes: list[Size]) -> None:
         self.kernel = kernel
         self.rows = rows
         self.row_sizes = row_sizes
@@ -90,9 +130,10 @@ class RowLoopBuilder:
         returned = list(ret.operands)
         member_results = {r for op in members for r in op.results}
         with ir.InsertionPoint(ret), ret.location:
-            outs = [tensor.EmptyOp(_shape(v), ir.RankedTensorType(v.type).element_type).result for v in returned]
-            count = math.prod(self.row_sizes)
-            loop = scf.ForOp(_index(0), _index(count), _index(1), outs)
+            outs = [
+                _empty(_buffer_sizes(v) or _sizes_here(v), ir.RankedTensorType(v.type).element_type) for v in returned
+            ]
+            loop = scf.ForOp(_index(0), _product(self.row_sizes), _index(1), outs)
         loop.operation.attributes[PARALLEL_LOOP_ATTR] = ir.UnitAttr.get()
         with ir.InsertionPoint(loop.body), ret.location:
             self.row_ivs = self._delinearize(loop.induction_variable)
@@ -124,7 +165,8 @@ class RowLoopBuilder:
         if not isinstance(value.type, ir.RankedTensorType):
             return value
         shape = _shape(value)
-        offsets, sizes = [], []
+        offsets: list[Size] = []
+        sizes: list[Size] = []
         exprs = list(amap.results) if amap is not None else [ir.AffineDimExpr.get(i) for i in range(len(shape))]
         for expr, size in zip(exprs, shape, strict=True):
             position = ir.AffineDimExpr(expr).position if isinstance(expr, ir.AffineDimExpr) else None
@@ -134,26 +176,27 @@ class RowLoopBuilder:
             else:
                 offsets.append(0)
                 sizes.append(size)
-        if sizes == shape:
+        if all(o == 0 for o in offsets):
             return value  # read whole by every row (a weight, a bias)
         key = (value, tuple(sizes), tuple(id(v) if isinstance(v, ir.Value) else v for v in offsets))
         if key not in self.slices:
+            sizes = [tensor.dim(value, _index(i)) if s == DYNAMIC else s for i, s in enumerate(sizes)]
             self.slices[key] = _extract_slice(value, offsets, sizes)
         return self.slices[key]
 
     def _insert(self, row: ir.Value, into: ir.Value) -> ir.Value:
         rank = len(_shape(into))
         offsets = [*self.row_ivs[: self.rows], *([0] * (rank - self.rows))]
-        sizes = _shape(row)
-        dynamic = [v for v in offsets if isinstance(v, ir.Value)]
-        static = [ir.ShapedType.get_dynamic_size() if isinstance(v, ir.Value) else v for v in offsets]
-        return tensor.InsertSliceOp(row, into, dynamic, [], [], static, sizes, [1] * rank).result
+        sizes = _sizes_here(row)
+        return tensor.InsertSliceOp(
+            row, into, _values(offsets), _values(sizes), [], _static(offsets), _static(sizes), [1] * rank
+        ).result
 
     def _emit(self, op: ir.Operation) -> None:
         if op.name == "tensor.empty":
-            row_type = _row_type(op.results[0], self.rows)
-            new = tensor.EmptyOp(list(row_type.shape), row_type.element_type).result
-            self.inside[op.results[0]] = new
+            sizes = _buffer_sizes(op.results[0])
+            element = ir.RankedTensorType(op.results[0].type).element_type
+            self.inside[op.results[0]] = _empty([1] * self.rows + sizes[self.rows :], element)
             return
         if op.name == "linalg.fill":
             init = self._row_of(op.operands[1], None)
@@ -183,12 +226,20 @@ class RowLoopBuilder:
             self.inside[old] = row
 
 
-def _extract_slice(value: ir.Value, offsets: list, sizes: list[int]) -> ir.Value:
+def _values(sizes: list[Size]) -> list[ir.Value]:
+    return [v for v in sizes if isinstance(v, ir.Value)]
+
+
+def _static(sizes: list[Size]) -> list[int]:
+    return [DYNAMIC if isinstance(v, ir.Value) else v for v in sizes]
+
+
+def _extract_slice(value: ir.Value, offsets: list[Size], sizes: list[Size]) -> ir.Value:
     t = ir.RankedTensorType(value.type)
-    dynamic = [v for v in offsets if isinstance(v, ir.Value)]
-    static = [ir.ShapedType.get_dynamic_size() if isinstance(v, ir.Value) else v for v in offsets]
-    result = ir.RankedTensorType.get(sizes, t.element_type)
-    return tensor.ExtractSliceOp(result, value, dynamic, [], [], static, sizes, [1] * len(sizes)).result
+    result = ir.RankedTensorType.get(_static(sizes), t.element_type)
+    return tensor.ExtractSliceOp(
+        result, value, _values(offsets), _values(sizes), [], _static(offsets), _static(sizes), [1] * len(sizes)
+    ).result
 
 
 def tile_rows(kernel: func.FuncOp, rows: int) -> bool:
@@ -200,7 +251,12 @@ def tile_rows(kernel: func.FuncOp, rows: int) -> bool:
     ]
     if not generics:
         return False
-    builder = RowLoopBuilder(kernel, rows, loop_ranges(generics[0])[:rows])
+    # The rows' sizes, as the first member sized its result (a row group's results
+    # lead with the rows)
+    row_sizes = _buffer_sizes(generics[0].results[0])
+    if row_sizes is None:
+        return False
+    builder = RowLoopBuilder(kernel, rows, row_sizes[:rows])
     members = builder.members()
     if members is None:
         return False

@@ -43,7 +43,7 @@ def _size_source(size: ir.Value, fn: func.FuncOp) -> Source | None:
     return None if argument is None or dim is None else (argument, dim)
 
 
-def _dim_source(value: ir.Value, dim: int, fn: func.FuncOp) -> Source | None:
+def dim_source(value: ir.Value, dim: int, fn: func.FuncOp) -> Source | None:
     """Dim `dim` of `value` in `fn`, followed through destinations to its source."""
     while True:
         argument = _argument_of(value, fn)
@@ -97,7 +97,7 @@ def call_result_dim(call: ir.Operation, result: int, dim: int) -> Source | None:
     operand's dim, or a constant (None: the callee computes it otherwise)."""
     callee = _callee(call)
     returned = None if callee is None else _returned(callee)
-    return None if returned is None else _dim_source(returned[result], dim, callee)
+    return None if returned is None else dim_source(returned[result], dim, callee)
 
 
 def _resolve(dim_op: ir.Operation) -> None:

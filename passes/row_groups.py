@@ -11,6 +11,12 @@ Where the caller allows it (the CPU), a group may also start with contractions:
 kernels whose result is a whole P x R tile, reduced over further dims (a narrow
 linear layer, P x N summed over K; see mlirc-cpu-skinny-matmul), reading nothing
 the group computes.  Each row of their result is a row of dot products.
+
+On `?` sizes (kernels formed for every size) two kernels' ranges are the same only
+where the calls' sizes are provably equal: a `?` range is keyed by the size of the
+call's operand that the kernel reads it from (passes/size_keys.py), and a range
+no size key reaches keeps its kernel out of any group.  A row of `?` length is
+taken to fit (a sum over it is bounded already: mlirc-split-reductions' assumption).
 """
 
 from __future__ import annotations
@@ -24,23 +30,41 @@ from mlir.dialects import func
 from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ATTR
 from mlirc.passes.ir_utils import entry_functions, erase_uncalled_kernels, functions, fuse_calls
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, VIEWS, is_fill, loop_ranges
+from mlirc.passes.resolve_call_dims import dim_source
+from mlirc.passes.size_keys import SizeKeys
+
+SIZE_READS = frozenset({"tensor.dim"})  # a kernel formed on `?` dims reads its sizes
+
+
+@dataclass(frozen=True)
+class SymbolicRange:
+    """A `?` loop range, as the key of the call's size it equals (SizeKeys)."""
+
+    key: int
+
+
+Range = int | SymbolicRange
 
 
 @dataclass(frozen=True)
 class RowShape:
     """A kernel's loop ranges and how many of them (the leading ones) are rows."""
 
-    ranges: tuple[int, ...]
+    ranges: tuple[Range, ...]
     rows: int | None  # None: pointwise, any split fits
 
-    def tile(self) -> tuple[int, ...]:
+    def tile(self) -> tuple[Range, ...]:
         """The loop ranges of the result."""
         return self.ranges if self.rows is None else self.ranges[: self.rows]
+
+    def row_elements(self) -> int:
+        """Elements of a row, its `?` dims counted as 1."""
+        return math.prod(r for r in self.ranges[self.rows :] if isinstance(r, int))
 
 
 def single_generic(kernel: func.FuncOp) -> ir.Operation | None:
     ops = [op.operation for op in kernel.entry_block.operations]
-    if any(op.name not in KERNEL_PLUMBING | VIEWS for op in ops):
+    if any(op.name not in KERNEL_PLUMBING | VIEWS | SIZE_READS for op in ops):
         return None
     generics = [op for op in ops if op.name == "linalg.generic" and not is_fill(op)]
     return generics[0] if len(generics) == 1 and len(generics[0].results) == 1 else None
@@ -51,8 +75,6 @@ def row_shape(kernel: func.FuncOp) -> RowShape | None:
     if generic is None:
         return None
     ranges = tuple(loop_ranges(generic))
-    if any(ir.ShapedType.is_dynamic_size(r) for r in ranges):
-        return None  # equal `?` ranges need not be equal sizes
     iters = ["reduction" in str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])]
     if not any(iters):
         return RowShape(ranges, None)
@@ -90,6 +112,37 @@ class Grouper:
         # May a member read a fixed element of an earlier member's row?  A CPU row
         # loop holds the row in a buffer; a GPU program holds it across its lanes.
         self.row_elements = row_elements
+        self.keys = SizeKeys()  # the entry's `?` sizes
+
+    def call_shape(self, call: ir.Operation) -> RowShape | None:
+        """The row shape of `call`'s kernel, its `?` ranges keyed by the call's sizes."""
+        kernel = self.kernel_of(call)
+        shape = row_shape(kernel) if kernel is not None else None
+        if shape is None or not any(ir.ShapedType.is_dynamic_size(r) for r in shape.ranges):
+            return shape
+        ranges: list[Range] = []
+        for dim, size in enumerate(shape.ranges):
+            key = self._range_key(kernel, call, dim) if ir.ShapedType.is_dynamic_size(size) else size
+            if key is None:
+                return None
+            ranges.append(key)
+        return RowShape(tuple(ranges), shape.rows)
+
+    def _range_key(self, kernel: func.FuncOp, call: ir.Operation, dim: int) -> SymbolicRange | None:
+        """The key of loop `dim`'s `?` range: the size of the call operand (and dim) the
+        kernel reads it from, through any operand that spans the loop."""
+        generic = single_generic(kernel)
+        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+        for operand, amap in zip(generic.operands, maps, strict=True):
+            for position, expr in enumerate(amap.results):
+                if not isinstance(expr, ir.AffineDimExpr) or ir.AffineDimExpr(expr).position != dim:
+                    continue
+                source = dim_source(operand, position, kernel)
+                if isinstance(source, tuple):
+                    key = self.keys.dim(call.operands[source[0]], source[1])
+                    if key is not None:
+                        return SymbolicRange(key)
+        return None
 
     def kernel_of(self, op: ir.Operation) -> func.FuncOp | None:
         if op.name != "func.call":
@@ -99,10 +152,10 @@ class Grouper:
             return None
         return kernel
 
-    def fits(self, members: list[ir.Operation], call: ir.Operation, ranges: tuple, rows: int) -> bool:
+    def fits(self, members: list[ir.Operation], call: ir.Operation, ranges: tuple[Range, ...], rows: int) -> bool:
         """May `call` join `members` (rows split at `rows`)?"""
         kernel = self.kernel_of(call)
-        shape = row_shape(kernel) if kernel is not None else None
+        shape = self.call_shape(call)
         if shape is None:
             return False
         produced = {r: self.kernel_of(m) for m in members for r in m.results}
@@ -125,16 +178,18 @@ class Grouper:
                     return False
         return True
 
-    def _is_contraction(self, shape: RowShape, ranges: tuple, rows: int) -> bool:
+    def _is_contraction(self, shape: RowShape, ranges: tuple[Range, ...], rows: int) -> bool:
         """Is `shape` a whole P x R tile of `ranges`, summed over more dims?"""
         return self.contractions and shape.rows is not None and shape.rows > rows and shape.tile() == ranges
 
     def groups(self, calls: list[ir.Operation]) -> list[list[ir.Operation]]:
+        # Work on sizes between calls (a size assertion, mlirc-split-reductions') reads
+        # no kernel's result: it splits no run of calls.
+        calls = [op for op in calls if not _size_work(op)]
         found, floor, i = [], 0, 0
         while i < len(calls):
-            kernel = self.kernel_of(calls[i])
-            shape = row_shape(kernel) if kernel is not None else None
-            if shape is None or shape.rows is None or math.prod(shape.ranges[shape.rows :]) > self.max_row:
+            shape = self.call_shape(calls[i])
+            if shape is None or shape.rows is None or shape.row_elements() > self.max_row:
                 i += 1
                 continue
             group = self.grow(calls, floor, i, shape)
@@ -169,6 +224,17 @@ class Grouper:
                 return None
             group.append(call)
         return group
+
+
+def _size_work(op: ir.Operation) -> bool:
+    """An assertion, scalar arithmetic (on sizes) or an argument's size: nothing a row
+    group reads or writes."""
+    if op.name == "cf.assert":
+        return True
+    if op.name == "tensor.dim":
+        return isinstance(op.operands[0].owner, ir.Block)
+    values = [*op.operands, *op.results]
+    return op.name.startswith("arith.") and not any(isinstance(v.type, ir.ShapedType) for v in values)
 
 
 def fuse_row_groups(
