@@ -389,7 +389,13 @@ class SymbolicRegion:
         shared = self._shared_kernels(lowered)
         if shared is None:
             return self._compile_per_size(lowered, sizes, eager, name)
-        region = self._wrap_shared(shared, sizes, eager, name)
+        try:
+            region = self._wrap_shared(shared, sizes, eager, name)
+        except SizeAssumptionFailed:
+            raise
+        except MlircError as err:  # this size's own kernels, as without shared ones
+            log.debug("%s: the kernels for every size failed at %s: %s", self.name, sizes, err)
+            return self._compile_per_size(lowered, sizes, eager, name)
         static = lambda: self._compile_per_size(lowered, sizes, eager, f"{name}-hot").call  # noqa: E731
         return dataclasses.replace(region, call=HotSizeCall(region.call, static))
 

@@ -32,13 +32,15 @@ from mlirc.passes.cpu_vectorize import elem_bytes
 from mlirc.passes.ir_utils import constant_index, nested_ops, remap_operands
 from mlirc.passes.registry import register_pass
 
-# Top-level ops that neither write memory nor escape a chunk (allocas are per call).
+# Top-level ops that neither write memory nor escape a chunk (allocations, with their
+# deallocation, move into the chunk: one per thread).
 OUTSIDE_LOOP_OK = frozenset(
     {"arith.constant", "arith.muli", "ub.poison", "memref.subview", "memref.expand_shape", "memref.collapse_shape",
-     "memref.cast", "memref.reinterpret_cast", "memref.alloca", "func.return"}
+     "memref.cast", "memref.reinterpret_cast", "memref.alloca", "memref.alloc", "memref.dealloc", "func.return"}
 )  # fmt: skip
 
-# A loop bound: a constant, or a kernel argument (a size, mlirc-cpu-size-args).
+# A loop bound: a constant, or a value the kernel computes before its loops from
+# its arguments (sizes, mlirc-cpu-size-args: a row loop runs to a product of them).
 Bound = int | ir.Value
 
 
@@ -46,7 +48,26 @@ def _bound(value: ir.Value) -> Bound | None:
     constant = constant_index(value)
     if constant is not None:
         return constant
-    return value if isinstance(value.owner, ir.Block) and isinstance(value.owner.owner, func.FuncOp) else None
+    return value if _computed_from_arguments(value) else None
+
+
+def _computed_from_arguments(value: ir.Value) -> bool:
+    """Is `value` an argument of the kernel, or scalar arithmetic on arguments, sizes
+    and constants at the top of its body (valid before its loops run)?"""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return isinstance(owner.owner, func.FuncOp)
+    if owner.parent is None or owner.parent.name != "func.func" or not _pure_scalar(owner):
+        return False
+    return all(_computed_from_arguments(v) or constant_index(v) is not None for v in owner.operands if not _buffer(v))
+
+
+def _pure_scalar(op: ir.Operation) -> bool:
+    return (op.name.startswith("arith.") and op.name != "arith.constant") or op.name == "memref.dim"
+
+
+def _buffer(value: ir.Value) -> bool:
+    return isinstance(value.type, ir.MemRefType)
 
 
 @dataclass
@@ -93,7 +114,7 @@ def _chunkable_loop(kernel: func.FuncOp) -> tuple[ir.Operation, list[Bound]] | N
         o = op.operation
         if o.name == "scf.for" and PARALLEL_LOOP_ATTR in o.attributes and not o.results:
             loops.append(o)
-        elif o.name not in OUTSIDE_LOOP_OK:
+        elif o.name not in OUTSIDE_LOOP_OK and not _pure_scalar(o):
             return None
     if len(loops) != 1:
         return None

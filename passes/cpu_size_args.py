@@ -22,6 +22,7 @@ from mlir import ir
 from mlir.dialects import arith, func, memref
 
 from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ATTR, SIZE_ARGS_ATTR
+from mlirc.errors import PipelineError
 from mlirc.passes.ir_utils import constant_index, nested_ops
 from mlirc.passes.registry import register_pass
 
@@ -73,6 +74,12 @@ def _pass_sizes(kernel: func.FuncOp) -> None:
     sizes = size_arguments(inputs)
     if not sizes:
         return
+    for arg, _ in sizes:
+        if not _contiguous(ir.MemRefType(inputs[arg])):
+            raise PipelineError(
+                "mlirc-cpu-size-args",
+                f"@{kernel.sym_name.value} argument {arg}: {inputs[arg]} is not a contiguous buffer",
+            )
     block = kernel.entry_block
     index = ir.IndexType.get()
     size_values = [block.add_argument(index, kernel.location) for _ in sizes]
@@ -141,6 +148,31 @@ def _compiled_kernels(module: ir.Operation) -> list[func.FuncOp]:
     ]
 
 
+def _fold_reinterpreted_dims(kernel: func.FuncOp) -> None:
+    """`memref.dim` of any rebuilt buffer is the size it was rebuilt with (a rebuilt
+    expansion's too): loop bounds read sizes, not descriptors."""
+    for op in [o for o in nested_ops(kernel.operation) if o.name == "memref.dim"]:
+        source = op.operands[0].owner
+        if isinstance(source, ir.Block) or source.name != "memref.reinterpret_cast":
+            continue
+        dim = constant_index(op.operands[1])
+        static = list(ir.DenseI64ArrayAttr(source.attributes["static_sizes"]))
+        if dim is None or dim >= len(static):
+            continue
+        offsets = sum(
+            1 for o in ir.DenseI64ArrayAttr(source.attributes["static_offsets"]) if ir.ShapedType.is_dynamic_size(o)
+        )
+        dynamic = list(source.operands)[1 + offsets :]
+        before = sum(1 for s in static[:dim] if ir.ShapedType.is_dynamic_size(s))
+        if ir.ShapedType.is_dynamic_size(static[dim]):
+            size = dynamic[before]
+        else:
+            with ir.InsertionPoint(op), op.location:
+                size = _as_value(static[dim])
+        op.results[0].replace_all_uses_with(size)
+        op.erase()
+
+
 @register_pass("mlirc-cpu-size-args", "CPU: bufferized kernels of `?` sizes take pointers and their sizes as arguments")
 def cpu_size_args(module: ir.Operation) -> None:
     for kernel in _compiled_kernels(module):
@@ -148,3 +180,4 @@ def cpu_size_args(module: ir.Operation) -> None:
             continue
         _split_dynamic_groups(kernel)
         _pass_sizes(kernel)
+        _fold_reinterpreted_dims(kernel)

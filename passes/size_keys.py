@@ -122,8 +122,13 @@ def _collapse_dim(keys: SizeKeys, op: ir.Operation, _result: int, dim: int, dept
 
 def _slice_dim(keys: SizeKeys, op: ir.Operation, _result: int, dim: int, depth: int) -> Key | None:
     sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
-    if len(sizes) != ir.RankedTensorType(op.results[0].type).rank:
-        return None  # rank-reducing: which unit dims were dropped is the op's to infer
+    dropped = len(sizes) - ir.RankedTensorType(op.results[0].type).rank
+    if dropped:
+        # rank-reducing: unambiguous where its unit sizes are exactly the dims it drops
+        units = [i for i, s in enumerate(sizes) if s == 1]
+        if len(units) != dropped:
+            return None
+        dim = [i for i in range(len(sizes)) if i not in units][dim]
     offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
     dynamic = ir.ShapedType.get_dynamic_size()
     first = 1 + sum(1 for o in offsets if o == dynamic)

@@ -43,8 +43,8 @@ func.func @maybe_other_sizes(%x: tensor<?x?x16xf32>, %z: tensor<?x?x16xf32>, %k:
 // -----
 
 // A rank-reducing slice's dims are not its size operands in order (a unit dim was
-// dropped: y[0, :a, :b, :a] is [a, b, a]), and a later block's argument is not the
-// function's (%z is %w, not %x): neither size is known, the pairs stay.
+// dropped: y[0, :a, :b, :a] is [a, b, a], not the expand's [a, a, b]), and a later
+// block's argument is not the function's (%z is %w, not %x): the pairs stay.
 // CHECK-LABEL: func.func @not_known
 // CHECK: tensor.expand_shape
 // CHECK: ^bb1
@@ -65,4 +65,24 @@ func.func @not_known(%x: tensor<?x?xf32>, %y: tensor<?x?x?x?xf32>, %w: tensor<?x
   %f = tensor.collapse_shape %x [[0, 1]] : tensor<?x?xf32> into tensor<?xf32>
   %g = tensor.expand_shape %f [[0, 1]] output_shape [%d0, %d1] : tensor<?xf32> into tensor<?x?xf32>
   return %e, %g : tensor<?x?x?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// The same slice read back whole (the expand's sizes are its dims [a, b, a], its one
+// unit size being the dim it drops): attention's key slice of a fused QKV
+// projection, collapsed and expanded by fusion, is the slice.
+// CHECK-LABEL: func.func @rank_reducing_slice
+// CHECK: %[[S:.*]] = tensor.extract_slice
+// CHECK-NOT: tensor.expand_shape
+// CHECK: return %[[S]]
+func.func @rank_reducing_slice(%x: tensor<?x?xf32>, %y: tensor<?x?x?x?xf32>) -> tensor<?x?x?xf32> attributes {mlirc.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %b = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %s = tensor.extract_slice %y[1, 0, 0, 0] [1, %a, %b, %a] [1, 1, 1, 1] : tensor<?x?x?x?xf32> to tensor<?x?x?xf32>
+  %c = tensor.collapse_shape %s [[0, 1, 2]] : tensor<?x?x?xf32> into tensor<?xf32>
+  %e = tensor.expand_shape %c [[0, 1, 2]] output_shape [%a, %b, %a] : tensor<?xf32> into tensor<?x?x?xf32>
+  return %e : tensor<?x?x?xf32>
 }
