@@ -679,8 +679,9 @@ class WrapperBuilder:
             literal = str(ir.IntegerAttr(attr).value)
             self.names[value], _ = literal, self.integers.add(literal)
             return
-        if not isinstance(attr, ir.DenseElementsAttr):
-            raise PipelineError("mlirc-host-wrapper", f"a constant {attr} cannot be a kernel's argument")
+        if not isinstance(attr, ir.DenseElementsAttr) or any(u.owner.name != "func.call" for u in value.uses):
+            # one tensor serves every call: a result or a view of it could be edited
+            raise PipelineError("mlirc-host-wrapper", f"a constant {attr} is used other than as a kernel's argument")
         shape, dtype = list(shapes.shape_of(value)), _dtype(value.type, None)
         dense = ir.DenseElementsAttr(attr)
         with unset_fake_temporarily():  # the compiler runs under the tracer's fake mode

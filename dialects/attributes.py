@@ -33,7 +33,7 @@ TAIL_ATTR = "mlirc.masked_tail"  # a peeled last trip of run-time size, vectoriz
 ORIGIN_ATTR = "mlirc.origin"
 SIZE_ARGS_ATTR = "mlirc.size_args"  # a kernel's size arguments: [argument, dim] pairs (mlirc-cpu-size-args)
 PARALLEL_LOOP_ATTR = "mlirc.parallel_loop"  # a loop whose trips may run on threads
-PARALLEL_ATTR = "mlirc.parallel"  # array<i64: lb, ub, step> of the chunked loop
+PARALLEL_ATTR = "mlirc.parallel"  # on kernel_N_parallel: array<i64: step> of the chunked loop
 
 # --- GPU kernels (mlirc-gpu-lower-to-tt)
 TTIR_ATTR = "mlirc.gpu.ttir"  # the nested module holding the kernel's TTIR

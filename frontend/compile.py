@@ -232,16 +232,20 @@ def _compile_cpu_kernels(
     kernels = module.operation.clone()  # a ModuleOp: what the kernel stage and codegen use of a module
     before = stage_ir[cpu_backend.STAGES[-1]]  # the module's text after its last stage
     _run_stage(kernels, cpu_backend.KERNEL_STAGE, name, stage_ir, options, before, keep_text=False)
+    signatures = codegen.kernel_signatures(module)
+
+    def check() -> None:
+        codegen.check_converted(kernels)
+        codegen.check_signatures(kernels, signatures)
+
     _step(
-        "mlirc-emit-llvm",
-        lambda: codegen.check_converted(kernels),
-        lambda: f"reproduce with: mlirc-opt {_saved(str(kernels), name, 'cpu')} --emit-llvm",
+        "mlirc-emit-llvm", check, lambda: f"reproduce with: mlirc-opt {_saved(str(kernels), name, 'cpu')} --emit-llvm"
     )
     if config.dump_dir:
         _dump(name, "llvm", codegen.emit_llvm(kernels), ext="ll")
     return _step(
         "llvmlite",
-        lambda: codegen.compile_kernels(kernels, codegen.kernel_signatures(module)),
+        lambda: codegen.compile_kernels(kernels, signatures),
         lambda: f"the LLVM IR is in {_saved(codegen.emit_llvm(kernels), name, 'llvm', 'll')}",
     )
 

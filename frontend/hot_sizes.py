@@ -23,8 +23,9 @@ from mlirc.frontend.stats import stats
 log = logging.getLogger(__name__)
 
 HOT_CALLS = 16  # calls at one size before it is compiled for that size alone
-ROUNDS = 5  # interleaved timed rounds per candidate
-ROUND_S = 0.01  # each round lasts about this long
+ROUNDS = 5  # interleaved timed rounds per candidate, at most
+ROUND_S = 0.01  # each round lasts about this long, at least one call
+BUDGET_S = 0.5  # the timing's share of the hot call, beyond one warm-up call each
 
 
 def _round(fn: Callable, args: tuple, calls: int) -> float:
@@ -36,11 +37,14 @@ def _round(fn: Callable, args: tuple, calls: int) -> float:
 
 def faster(current: Callable, candidate: Callable, args: tuple) -> Callable:
     """Whichever of two calls with the same answers runs `args` faster (medians of
-    interleaved rounds after one warm-up call each)."""
-    once = max(_round(current, args, 1), _round(candidate, args, 1), 1e-6)
+    interleaved rounds after one warm-up call each; as many rounds as BUDGET_S
+    allows, and for a graph slower than that, the warm-up calls decide)."""
+    warm = (_round(current, args, 1), _round(candidate, args, 1))
+    once = max(*warm, 1e-6)
     calls = max(1, int(ROUND_S / once))
-    times: dict[int, list[float]] = {0: [], 1: []}
-    for _ in range(ROUNDS):
+    rounds = min(ROUNDS, int(BUDGET_S / (2 * calls * once)))
+    times: dict[int, list[float]] = {0: [], 1: []} if rounds else {0: [warm[0]], 1: [warm[1]]}
+    for _ in range(rounds):
         for index, fn in enumerate((current, candidate)):
             times[index].append(_round(fn, args, calls))
     kept, other = (0, 1) if statistics.median(times[0]) <= statistics.median(times[1]) else (1, 0)

@@ -333,7 +333,11 @@ def _dynamic_dims(t: ir.Type) -> int:
 
 
 def _specialize_call(
-    module: ir.Operation, call: ir.Operation, functions: dict[str, func.FuncOp], counts: dict[str, int]
+    module: ir.Operation,
+    call: ir.Operation,
+    functions: dict[str, func.FuncOp],
+    counts: dict[str, int],
+    keep_arguments: bool = False,
 ) -> bool:
     """Pass a call's static operands on to its callee, and its constant ones into it
     (a kernel formed on `?` dims takes the sizes the host computed, a reshape's or a
@@ -350,7 +354,7 @@ def _specialize_call(
         return False
     if counts[callee.sym_name.value] > 1:
         counts[callee.sym_name.value] -= 1
-        callee = _copy(module, callee, functions)
+        callee = _copy(module, callee, functions, keep_arguments)
         counts[callee.sym_name.value] = 1
         for inner in _calls_in(callee):  # the copy calls what its original calls
             counts[inner] = counts.get(inner, 0) + 1
@@ -391,11 +395,13 @@ def _calls(module: ir.Operation) -> dict[str, list[ir.Operation]]:
     return calls
 
 
-def _copy(module: ir.Operation, fn: func.FuncOp, functions: dict[str, func.FuncOp]) -> func.FuncOp:
+def _copy(module: ir.Operation, fn: func.FuncOp, functions: dict[str, func.FuncOp], origin: bool) -> func.FuncOp:
+    """A copy of `fn` for another caller; with `origin`, naming the function it copies
+    (keep-kernel-arguments: the caller runs the original, compiled for every size)."""
     name = next(f"{fn.sym_name.value}_{k}" for k in itertools.count(1) if f"{fn.sym_name.value}_{k}" not in functions)
     clone = fn.operation.clone(ir.InsertionPoint(module.regions[0].blocks[0]))
     clone.attributes["sym_name"] = ir.StringAttr.get(name)
-    if ORIGIN_ATTR not in clone.attributes:
+    if origin and ORIGIN_ATTR not in clone.attributes:
         clone.attributes[ORIGIN_ATTR] = ir.StringAttr.get(fn.sym_name.value)
     functions[name] = clone.opview
     return clone.opview
@@ -513,7 +519,7 @@ def bind_sizes(module: ir.Operation, options: BindSizesOptions) -> None:
         for fn in list(functions.values()):  # a callee copied for a second caller joins `functions`
             for op in list(fn.entry_block.operations):
                 if op.operation.name == "func.call":
-                    changed |= _specialize_call(module, op.operation, functions, counts)
+                    changed |= _specialize_call(module, op.operation, functions, counts, options.keep_kernel_arguments)
         calls = _calls(module)  # calls may have moved to copies
         for name, fn in list(functions.items()):
             results = _static_results(fn)

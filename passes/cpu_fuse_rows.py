@@ -109,6 +109,11 @@ class RowLoopBuilder:
         for op in moving:
             if op.name == "linalg.generic" and not is_fill(op) and not self._sliceable(op):
                 return None
+        moved = {r for op in moving for r in op.results}
+        for value in ops[-1].operands:  # a result's `?` sizes must be known outside the loop
+            static = ir.RankedTensorType(value.type).has_static_shape
+            if value in moved and not static and _buffer_sizes(value) is None:
+                return None
         return moving
 
     def _sliceable(self, generic: ir.Operation) -> bool:

@@ -35,7 +35,7 @@ from mlirc.passes.registry import register_pass
 # Top-level ops that neither write memory nor escape a chunk (allocations, with their
 # deallocation, move into the chunk: one per thread).
 OUTSIDE_LOOP_OK = frozenset(
-    {"arith.constant", "arith.muli", "ub.poison", "memref.subview", "memref.expand_shape", "memref.collapse_shape",
+    {"arith.constant", "ub.poison", "memref.subview", "memref.expand_shape", "memref.collapse_shape",
      "memref.cast", "memref.reinterpret_cast", "memref.alloca", "memref.alloc", "memref.dealloc", "func.return"}
 )  # fmt: skip
 
@@ -108,7 +108,7 @@ def _footprint(kernel: func.FuncOp) -> Footprint:
 
 def _chunkable_loop(kernel: func.FuncOp) -> tuple[ir.Operation, list[Bound]] | None:
     """The kernel's marked loop and its (lb, ub, step), when chunking is safe: lb
-    and step constants, ub a constant or an argument."""
+    and step constants, ub a constant or computed from the arguments (_bound)."""
     loops = []
     for op in kernel.entry_block.operations:
         o = op.operation
@@ -135,8 +135,8 @@ ADDRESSING = ("arith.", "affine.apply", "memref.subview", "memref.expand_shape",
 
 
 def _trips_from_zero(loop: ir.Operation) -> Bound | None:
-    """The trip count of a loop over [0, n) with step 1 and n a constant or an
-    argument, else None."""
+    """The trip count of a loop over [0, n) with step 1 and n a constant or computed
+    from the arguments (_bound), else None."""
     lb, ub, step = (_bound(v) for v in list(loop.operands)[:3])
     return ub if lb == 0 and step == 1 else None
 

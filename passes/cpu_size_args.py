@@ -9,7 +9,8 @@ gives: every `?` dim of every buffer, in argument order (inputs, then the
 outputs mlirc-cpu-bufferize made of the results).  The kernel rebuilds each
 buffer from its pointer and sizes (contiguous, as every kernel buffer is), and
 records its convention in `mlirc.size_args` ([argument, dim] pairs, flattened)
-for the caller.
+for the caller.  Rebuilt buffers start at the pointer (offset 0): kernel buffers
+are identity-layout after bufferization, and a bare pointer carries no offset.
 
 Expansions of such a buffer that split one dim into several `?` dims are
 rebuilt from the pointer the same way: MLIR's strided-metadata expansion takes at
@@ -96,26 +97,9 @@ def _pass_sizes(kernel: func.FuncOp) -> None:
             shape = [dims.get(d, size) for d, size in enumerate(old.shape)]
             rebuilt = _reinterpret(argument, old, shape)
             argument.replace_all_uses_except(rebuilt, rebuilt.owner.operation)
-            _fold_dims(rebuilt, shape)
             inputs[arg] = pointer
     kernel.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([*inputs, *[index] * len(sizes)], []))
     kernel.attributes[SIZE_ARGS_ATTR] = ir.DenseI64ArrayAttr.get([i for pair in sizes for i in pair])
-
-
-def _fold_dims(buffer: ir.Value, shape: list[ir.Value | int]) -> None:
-    """`memref.dim` of a rebuilt buffer is its size argument (canonicalization does
-    not see through the reinterpretation; mlirc-cpu-parallelize needs a chunked loop's
-    bound to be an argument)."""
-    for use in list(buffer.uses):
-        owner = use.owner
-        if owner.name != "memref.dim" or (dim := constant_index(owner.operands[1])) is None:
-            continue
-        size = shape[dim]
-        if isinstance(size, int):
-            with ir.InsertionPoint(owner), owner.location:
-                size = _as_value(size)
-        owner.results[0].replace_all_uses_with(size)
-        owner.erase()
 
 
 def _contiguous(t: ir.MemRefType) -> bool:
@@ -178,6 +162,8 @@ def cpu_size_args(module: ir.Operation) -> None:
     for kernel in _compiled_kernels(module):
         if kernel.is_external:
             continue
+        # Expansions first: they are rebuilt from the buffer they expand, which the
+        # next step rebuilds from the kernel's pointer argument.
         _split_dynamic_groups(kernel)
         _pass_sizes(kernel)
         _fold_reinterpreted_dims(kernel)

@@ -21,15 +21,22 @@ from mlirc.passes.registry import register_pass
 
 
 def contiguous(t: ir.MemRefType) -> bool:
-    """Does MLIR's lowering see `t` as contiguous (a memcpy will do)?"""
+    """Does MLIR's copy lowering see `t` as contiguous (a memcpy will do)?  Its rule
+    (memref::isStaticShapeAndContiguousRowMajor): an identity layout, or a static,
+    non-empty shape whose inner dims have row-major strides and whose other dims are 1."""
     layout = t.layout
     if isinstance(layout, ir.AffineMapAttr) and ir.AffineMapAttr(layout).value == ir.AffineMap.get_identity(t.rank):
         return True
-    if not t.has_static_shape:
+    if not t.has_static_shape or math.prod(t.shape) == 0:
         return False
     strides, _ = t.get_strides_and_offset()
-    expected = [math.prod(t.shape[i + 1 :]) for i in range(t.rank)]
-    return all(s == e or size == 1 for s, e, size in zip(strides, expected, t.shape, strict=True))
+    dim, running = t.rank - 1, 1
+    while dim >= 0 and strides[dim] == running:
+        running *= t.shape[dim]
+        dim -= 1
+    while dim >= 0 and t.shape[dim] == 1:
+        dim -= 1
+    return dim < 0
 
 
 @register_pass(

@@ -16,7 +16,8 @@ On `?` sizes (kernels formed for every size) two kernels' ranges are the same on
 where the calls' sizes are provably equal: a `?` range is keyed by the size of the
 call's operand that the kernel reads it from (passes/size_keys.py), and a range
 no size key reaches keeps its kernel out of any group.  A row of `?` length is
-taken to fit (a sum over it is bounded already: mlirc-split-reductions' assumption).
+taken to fit max_row: a sum over one is bounded by mlirc-split-reductions'
+assumption (softmax, norms), a group without a sum is not bounded.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from torch._dynamo.utils import counters
 import mlirc
 from mlirc.backends.cpu import codegen
 from mlirc.dialects import make_context
+from mlirc.errors import PipelineError
 from mlirc.frontend import hot_sizes
 from mlirc.passes.cpu_size_args import size_arguments
 from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
@@ -204,6 +205,7 @@ def _compiled(vector_bytes: int) -> tuple[codegen.CompiledKernels, dict[str, lis
             types[op.sym_name.value] = [*ftype.inputs, *ftype.results]
         stage = configured("cpu", {"mlirc-cpu-vectorize": CpuVectorizeOptions(vector_bytes=vector_bytes)})
         run_passes(module, [stage])
+        codegen.check_signatures(module, signatures)
         return codegen.jit(codegen.emit_llvm(module), signatures), types
 
 
@@ -226,6 +228,19 @@ def test_one_compile_serves_every_size(name, vector_bytes):
         expected = eager(*inputs)
         actual = _call(vector_bytes, name, inputs, tuple(expected.shape))
         torch.testing.assert_close(actual, expected.contiguous(), rtol=1e-5, atol=1e-5, msg=f"{name} at {(n, m, k)}")
+
+
+def test_a_kernel_that_takes_other_sizes_than_the_host_passes_is_refused():
+    """The host's convention (read off the kernels before the CPU stage) and the
+    compiled kernel's (mlirc-cpu-size-args) are compared before anything runs."""
+    with make_context():
+        module = ir.Module.parse(
+            "llvm.func @k(%a: !llvm.ptr, %b: !llvm.ptr, %n: i64) attributes {mlirc.size_args = array<i64: 0, 0>} {\n"
+            "  llvm.return\n}"
+        )
+        codegen.check_signatures(module, [codegen.KernelSignature("k", 3, ((0, 0),))])
+        with pytest.raises(PipelineError, match="the host passes 4"):
+            codegen.check_signatures(module, [codegen.KernelSignature("k", 4, ((0, 0), (1, 0)))])
 
 
 def test_sizes_follow_the_buffers_in_argument_order():

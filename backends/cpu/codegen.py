@@ -21,6 +21,7 @@ from mlir.dialects import llvm as llvm_dialect
 from mlirc.backends.cpu import jit_pool
 from mlirc.backends.cpu.llvm_worker import middle_end
 from mlirc.config import config
+from mlirc.dialects.attributes import SIZE_ARGS_ATTR
 from mlirc.errors import PipelineError
 from mlirc.passes.cpu_drop_host import compiled_kernel
 from mlirc.passes.cpu_size_args import size_arguments
@@ -70,6 +71,30 @@ def kernel_signatures(module: ir.Module) -> list[KernelSignature]:
             sizes = tuple(size_arguments(buffers))
             sigs.append(KernelSignature(op.sym_name.value, len(buffers) + len(sizes), sizes))
     return sigs
+
+
+def check_signatures(kernels: ir.Module, signatures: list[KernelSignature]) -> None:
+    """Raise unless each kernel in the LLVM dialect takes what the host will pass: its
+    argument count, and the size arguments mlirc-cpu-size-args gave it in the order
+    the signature (read off the kernels before the stage) expects."""
+    functions = {
+        op.attributes["sym_name"].value: op.operation
+        for op in kernels.body.operations
+        if op.operation.name == "llvm.func"
+    }
+    for sig in signatures:
+        fn = functions.get(sig.name)
+        if fn is None:
+            raise PipelineError("mlirc-emit-llvm", f"kernel {sig.name} is not in the compiled module")
+        count = len(fn.regions[0].blocks[0].arguments) if fn.regions[0].blocks else None
+        recorded = list(ir.DenseI64ArrayAttr(fn.attributes[SIZE_ARGS_ATTR])) if SIZE_ARGS_ATTR in fn.attributes else []
+        expected = [i for pair in sig.sizes for i in pair]
+        if count != sig.num_args or recorded != expected:
+            raise PipelineError(
+                "mlirc-emit-llvm",
+                f"kernel {sig.name} takes {count} arguments, sizes {recorded}; the host passes {sig.num_args}, "
+                f"sizes {expected}",
+            )
 
 
 def _unconverted_ops(module: ir.Module) -> list[str]:

@@ -33,12 +33,13 @@ class CpuWrapperBuilder(WrapperBuilder):
         self.linear_sites: list[packed_weights.PackedLinear] = []
         # Kernels compiled for run-time sizes: their (buffer, dim) size arguments
         self.kernel_sizes = kernel_sizes or {}
+        self.compiled_names: set[str] = set()  # the kernels compiled (a bound copy is not)
 
     def emit_kernel_call(self, op: ir.Operation, callee: str, buffers: list[str]) -> None:
         """A kernel of run-time sizes (one compile for every size: a copy the binding
         made calls its original) takes its buffers' sizes after them, here constants."""
         kernel = self.kernels.get(callee)
-        if kernel is not None and ORIGIN_ATTR in kernel.attributes:
+        if kernel is not None and ORIGIN_ATTR in kernel.attributes and callee not in self.compiled_names:
             callee = ir.StringAttr(kernel.attributes[ORIGIN_ATTR]).value
         values = [*op.operands, *op.results]
         sizes = [str(shapes.shape_of(values[arg])[dim]) for arg, dim in self.kernel_sizes.get(callee, ())]
@@ -79,6 +80,7 @@ def build_wrapper(
     builder = CpuWrapperBuilder(
         entry, result_dtypes, kernels, scratch_limit_bytes=config.scratch_mb << 20, kernel_sizes=compiled.sizes
     )
+    builder.compiled_names = set(compiled.functions)
     prepare = prepare_function(entry)
     source = builder.build("call" if prepare is None else "call_prepared")
     if prepare is not None:
@@ -105,6 +107,7 @@ def _prepare_source(entry: func.FuncOp, prepare: func.FuncOp, kernels: dict, cal
     passes/hoist_frozen.py) and the guarded `call` in front of `call_prepared`."""
     results = ir.FunctionType(prepare.attributes["function_type"].value).results
     builder = CpuWrapperBuilder(prepare, [storage_dtype(t) for t in results], kernels, kernel_sizes=call.kernel_sizes)
+    builder.compiled_names = call.compiled_names
     # one list per kind for both functions, and one scope
     builder.conv_sites, builder.linear_sites, builder.constants = call.conv_sites, call.linear_sites, call.constants
     return builder.build("prepare") + "\n\n" + frozen_guard_source(entry)

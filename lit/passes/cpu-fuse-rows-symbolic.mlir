@@ -1,4 +1,4 @@
-// RUN: mlirc-opt %s -p 'mlirc-cpu-fuse-rows,cse' | FileCheck %s
+// RUN: mlirc-opt --split-input-file %s -p 'mlirc-cpu-fuse-rows,cse' | FileCheck %s
 
 // Kernels formed on `?` dims (compiled for every size): a row max and the
 // exponentials over the same `?` rows of `?` length group into one loop whose trip
@@ -85,4 +85,44 @@ func.func @main(%x: tensor<?x?x?xf32>, %other: tensor<?x?x?xf32>) -> (tensor<?x?
   %exp = call @kernel_1(%x, %max) : (tensor<?x?x?xf32>, tensor<?x?xf32>) -> tensor<?x?x?xf32>
   %sum = call @kernel_2(%other, %other) : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?xf32>
   return %exp, %sum : tensor<?x?x?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// A member written into its argument (no buffer of its own): its `?` sizes are not
+// known outside a row loop, so the group stays one kernel without one (reading them
+// off the member's result inside would erase a value still read: an abort).
+// CHECK-LABEL: func.func @rows_0(
+// CHECK-NOT: scf.for
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK: return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @kernel_0(%x: tensor<?x?xf32>) -> tensor<?xf32> attributes {mlirc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %em = tensor.empty(%n) : tensor<?xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%em : tensor<?xf32>) -> tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<?x?xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.maximumf %a, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @kernel_1(%x: tensor<?x?xf32>, %m: tensor<?xf32>) -> tensor<?x?xf32> attributes {mlirc.kernel} {
+  %r = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<?xf32>) outs(%x : tensor<?x?xf32>) {
+  ^bb0(%b: f32, %o: f32):
+    %d = arith.subf %o, %b : f32
+    %y = math.exp %d : f32
+    linalg.yield %y : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.entry} {
+  %m = call @kernel_0(%x) : (tensor<?x?xf32>) -> tensor<?xf32>
+  %e = call @kernel_1(%x, %m) : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
+  return %e : tensor<?x?xf32>
 }
