@@ -197,6 +197,46 @@ def _coalesce(loop: ir.Operation, bounds: list[Bound]) -> tuple[ir.Operation, li
     return loop, bounds
 
 
+def _rows_of_chunk(loop: ir.Operation) -> None:
+    """A merged loop whose innermost width is a run-time size divides its index by it
+    on every trip (a `[N, H, W, 32]` bias and ReLU: two divisions per 32 elements; a
+    constant divisor costs a multiply).  Its chunk [lo, hi) runs instead as rows of
+    that width: the quotient and remainder are loop indices, and the divisions by
+    outer widths run once a row.  Only where the chunk has trips (a width is then
+    non-zero)."""
+    body = loop.regions[0].blocks[0]
+    ops = [op.operation for op in body.operations]
+    iv = body.arguments[0]
+    if len(ops) < 3 or loop.results or constant_index(loop.operands[2]) != 1:
+        return
+    div, rem = ops[0], ops[1]
+    if div.name != "arith.divui" or rem.name != "arith.remui" or list(div.operands) != list(rem.operands):
+        return
+    if div.operands[0] != iv or constant_index(div.operands[1]) is not None:
+        return
+    width, lo, hi = div.operands[1], loop.operands[0], loop.operands[1]
+    with ir.InsertionPoint(loop), loop.location:
+        branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, lo, hi))
+    with ir.InsertionPoint(branch.then_block), loop.location:
+        rows = scf.ForOp(arith.divui(lo, width), arith.ceildivui(hi, width), _index(1))
+        scf.YieldOp([])
+    with ir.InsertionPoint(rows.body), loop.location:
+        start = arith.muli(rows.induction_variable, width)
+        first = arith.maxsi(arith.subi(lo, start), _index(0))
+        last = arith.minsi(arith.subi(hi, start), width)
+        row = scf.ForOp(first, last, _index(1))
+        scf.YieldOp([])
+    with ir.InsertionPoint(row.body), loop.location:
+        flat = arith.addi(start, row.induction_variable)
+        end = scf.YieldOp([])
+    for op in ops[2:-1]:
+        op.move_before(end)
+    div.results[0].replace_all_uses_with(rows.induction_variable)
+    rem.results[0].replace_all_uses_with(row.induction_variable)
+    iv.replace_all_uses_with(flat)
+    loop.erase()
+
+
 def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[Bound], min_bytes: int) -> None:
     """Move the body into kernel_N_chunk and call kernel_N_parallel over the loop's
     range; where the kernel's size is known only at run time, only when it moves
@@ -221,6 +261,7 @@ def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[Bound], min_byt
         if o == loop:
             clone.operands[0], clone.operands[1] = lo, hi
             del clone.attributes[PARALLEL_LOOP_ATTR]
+            _rows_of_chunk(clone)
     # The kernel keeps what sizes the buffers and the range (merged loops' trip
     # counts): the chunk has its own copy of the rest.
     kept = {v.owner for v in bounds[:2] if isinstance(v, ir.Value) and not isinstance(v.owner, ir.Block)}

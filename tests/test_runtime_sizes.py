@@ -230,6 +230,21 @@ def test_one_compile_serves_every_size(name, vector_bytes):
         torch.testing.assert_close(actual, expected.contiguous(), rtol=1e-5, atol=1e-5, msg=f"{name} at {(n, m, k)}")
 
 
+@pytest.mark.parametrize("name", ["softmax_exp", "row_max", "unflatten_bias"])
+def test_chunks_that_split_rows(name):
+    """Three threads share 37 x 7 merged rows: chunks start and end inside a row of
+    the run-time width (mlirc-cpu-parallelize runs a chunk as rows of it)."""
+    _, eager, shapes = KERNELS[name]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        inputs = [torch.randn(shape) for shape in shapes(7, 1031, 37)]
+        expected = eager(*inputs)
+        torch.testing.assert_close(_call(64, name, inputs, tuple(expected.shape)), expected.contiguous())
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_a_kernel_that_takes_other_sizes_than_the_host_passes_is_refused():
     """The host's convention (read off the kernels before the CPU stage) and the
     compiled kernel's (mlirc-cpu-size-args) are compared before anything runs."""

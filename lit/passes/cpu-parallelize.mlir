@@ -118,9 +118,17 @@ func.func @sized(%pa: memref<f32>, %pout: memref<f32>, %n: index) attributes {ml
 
 // Loops of run-time length merge whatever their length (a batch of 1 would
 // otherwise leave threads idle): the merged loop runs to the product of the sizes.
+// Its width is a run-time size, so a chunk runs its [lo, hi) as rows of that width
+// instead of dividing its index on every trip.
 // CHECK-LABEL: func.func private @sized_nest_chunk
-// CHECK: arith.divui
-// CHECK: arith.remui
+// CHECK-SAME: %[[LO:[a-z0-9]+]]: index, %[[HI:[a-z0-9]+]]: index)
+// CHECK: scf.if
+// CHECK: %[[FIRST:.*]] = arith.divui %[[LO]], %arg3
+// CHECK: %[[END:.*]] = arith.ceildivui %[[HI]], %arg3
+// CHECK: scf.for %[[Q:.*]] = %[[FIRST]] to %[[END]]
+// CHECK: scf.for %[[R:[a-z0-9]+]] =
+// CHECK-NOT: arith.divui
+// CHECK: memref.subview %{{.*}}[%[[Q]], %[[R]], 0]
 // CHECK-LABEL: func.func @sized_nest(
 // CHECK: %[[TRIPS:.*]] = arith.muli %arg2, %arg3
 // CHECK: call @sized_nest_parallel(%arg0, %arg1, %arg2, %arg3, %c0{{.*}}, %[[TRIPS]])
