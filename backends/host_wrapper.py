@@ -677,7 +677,8 @@ class WrapperBuilder:
     def emit_constant(self, value: ir.Value, attr: ir.Attribute) -> None:
         if isinstance(value.type, (ir.IndexType, ir.IntegerType)):
             literal = str(ir.IntegerAttr(attr).value)
-            self.names[value], _ = literal, self.integers.add(literal)
+            self.names[value] = literal
+            self.integers.add(literal)
             return
         if not isinstance(attr, ir.DenseElementsAttr) or any(u.owner.name != "func.call" for u in value.uses):
             # one tensor serves every call: a result or a view of it could be edited
