@@ -113,7 +113,7 @@ class Grouper:
         # May a member read a fixed element of an earlier member's row?  A CPU row
         # loop holds the row in a buffer; a GPU program holds it across its lanes.
         self.row_elements = row_elements
-        self.keys = SizeKeys()  # the entry's `?` sizes
+        self.keys = SizeKeys()  # the `?` sizes of the entry being grouped
 
     def call_shape(self, call: ir.Operation) -> RowShape | None:
         """The row shape of `call`'s kernel, its `?` ranges keyed by the call's sizes."""
@@ -187,6 +187,9 @@ class Grouper:
         # Work on sizes between calls (a size assertion, mlirc-split-reductions') reads
         # no kernel's result: it splits no run of calls.
         calls = [op for op in calls if not _size_work(op)]
+        # Keys of this function as it is now: fusing an earlier entry's groups erased
+        # ops, whose values' addresses may come back as other values.
+        self.keys = SizeKeys()
         found, floor, i = [], 0, 0
         while i < len(calls):
             shape = self.call_shape(calls[i])
