@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -109,7 +109,7 @@ def contiguous_strides(shape: list[int]) -> list[int]:
     strides, step = [], 1
     for size in reversed(shape):
         strides.append(step)
-        step *= max(size, 1)
+        step *= max(size, 1) if isinstance(size, int) else torch.sym_max(size, 1)
     return strides[::-1]
 
 
@@ -304,8 +304,8 @@ class _Alloc:
     """A fresh buffer's line, decided once the results are known: an allocation, or
     the thread's persistent scratch buffer `scratch[slot]` if it never escapes."""
 
-    def __init__(self, name: str, meta: torch.Tensor) -> None:
-        self.name, self.meta = name, meta
+    def __init__(self, name: str, meta: torch.Tensor, text: Callable[[Sequence], str] = str) -> None:
+        self.name, self.meta, self.text = name, meta, text
         self.escapes = False
         self.slot: int | None = None
 
@@ -317,7 +317,7 @@ class _Alloc:
         if self.slot is not None:
             return f"    {self.name} = scratch[{self.slot}]"
         m = self.meta
-        return f"    {self.name} = empty_strided({tuple(m.shape)}, {tuple(m.stride())}, {m.dtype})"
+        return f"    {self.name} = empty_strided({self.text(m.shape)}, {self.text(m.stride())}, {m.dtype})"
 
 
 class _ScratchFetch:
@@ -386,15 +386,44 @@ class WrapperBuilder:
         self.names[value] = n
         return n
 
+    # -- sizes: constants here, expressions in a wrapper for every size ---------------
+
+    def shape_of(self, value: ir.Value) -> list:
+        return list(shapes.shape_of(value))
+
+    def text(self, sizes: Sequence) -> str:
+        """Sizes (a shape, strides) as the generated code writes them."""
+        return str(tuple(sizes))
+
+    def size_text(self, size: object) -> str:
+        return str(size)
+
+    def size_key(self, size: object) -> object:
+        """A size as a dictionary key (for the pool of released buffers)."""
+        return size
+
+    def same_sizes(self, a: Sequence, b: Sequence) -> bool:
+        return tuple(a) == tuple(b)
+
+    def new_meta(self, shape: list, dtype: torch.dtype) -> torch.Tensor:
+        """A row-major buffer's layout, as a meta tensor."""
+        return torch.empty_strided(shape, contiguous_strides(shape), dtype=dtype, device="meta")
+
+    def eager_results(self, count: int) -> list:
+        """Eager's (shape, strides) per result, None where unknown."""
+        return layouts.decode_eager(self.entry.attributes, count)
+
     def build(self, function_name: str = "call") -> str:
         args = [self.fresh(a, "arg") for a in self.entry.entry_block.arguments]
         self.lines.append(f"def {function_name}({', '.join(args)}):")
         arg_layouts = layouts.decode(self.entry.attributes, ARG_LAYOUTS_ATTR, len(args))
         for a, value, layout in zip(args, self.entry.entry_block.arguments, arg_layouts, strict=True):
+            if not isinstance(value.type, ir.RankedTensorType):  # a size (an int)
+                continue
             if layout is not None:  # the dense buffer the tensor's strides describe (no copy)
                 self.lines.append(f"    {a} = {a}.permute({list(layout.order)}){_unit_slices(layout)}")
             self.lines.append(self.entry_arg(a))
-            self._own(a, torch.empty(shapes.shape_of(value), dtype=_dtype(value.type, None), device="meta"))
+            self._own(a, self.new_meta(self.shape_of(value), _dtype(value.type, None)))
         self.lines.append(self.scratch_fetch)
         self.prologue()
         ret = self.entry.entry_block.operations[len(self.entry.entry_block.operations) - 1]
@@ -464,21 +493,20 @@ class WrapperBuilder:
         if root in self.poolable and meta is not None and root not in self.moved:
             free = _Free(root)
             self.lines.append(free)
-            self.pool[(meta.dtype, meta.numel())].append((root, free))
+            self.pool[(meta.dtype, self.size_key(meta.numel()))].append((root, free))
         else:
             dead.append(root)
 
     def allocate(self, value: ir.Value, logical: dict) -> str:
         n = self.fresh(value)
-        dtype, shape = _dtype(value.type, logical.get(value)), list(shapes.shape_of(value))
-        strides = contiguous_strides(shape)
-        self._own(n, torch.empty_strided(shape, strides, dtype=dtype, device="meta"))
+        dtype, shape = _dtype(value.type, logical.get(value)), self.shape_of(value)
+        self._own(n, self.new_meta(shape, dtype))
         self.poolable.add(n)
-        candidates = self.pool.get((dtype, math.prod(shape)))
+        candidates = self.pool.get((dtype, self.size_key(math.prod(shape))))
         if candidates:
             self._reuse(n, candidates)
         else:
-            alloc = _Alloc(n, self.meta[n])
+            alloc = _Alloc(n, self.meta[n], self.text)
             self.allocs.append(alloc)
             self.alloc_of[n] = alloc
             self.lines.append(alloc)
@@ -487,7 +515,7 @@ class WrapperBuilder:
     def _reuse(self, n: str, candidates: list[tuple[str, _Free]]) -> None:
         """`n` takes over a released buffer's storage, preferably one of its shape."""
         meta = self.meta[n]
-        same = [c for c in candidates if self.meta[c[0]].shape == meta.shape]
+        same = [c for c in candidates if self.same_sizes(self.meta[c[0]].shape, meta.shape)]
         old, free = (same or candidates)[-1]
         candidates.remove((old, free))
         free.reused = True
@@ -496,7 +524,7 @@ class WrapperBuilder:
             self.lines.append(f"    {n} = {old}; del {old}")
         else:
             self.lines.append(
-                f"    {n} = reinterpret_tensor({old}, {tuple(meta.shape)}, {tuple(meta.stride())}, 0); del {old}"
+                f"    {n} = reinterpret_tensor({old}, {self.text(meta.shape)}, {self.text(meta.stride())}, 0); del {old}"
             )
 
     # -- views ----------------------------------------------------------------------------
@@ -517,7 +545,8 @@ class WrapperBuilder:
             return
         offset = view.storage_offset() - meta.storage_offset()
         self.lines.append(
-            f"    {n} = reinterpret_tensor({source}, {tuple(view.shape)}, {tuple(view.stride())}, {offset})"
+            f"    {n} = reinterpret_tensor({source}, {self.text(view.shape)}, {self.text(view.stride())}, "
+            f"{self.size_text(offset)})"
         )
         self._alias(n, source, view)
 
@@ -570,11 +599,11 @@ class WrapperBuilder:
             ):
                 continue
             n = self.fresh(result)
-            shape = list(shapes.shape_of(result))
+            shape = self.shape_of(result)
             strides = contiguous_strides(shape)
-            self.lines.append(f"    {n} = reinterpret_tensor({name}, {tuple(shape)}, {tuple(strides)}, 0)")
+            self.lines.append(f"    {n} = reinterpret_tensor({name}, {self.text(shape)}, {self.text(strides)}, 0)")
             self.moved.add(name)
-            self._own(n, torch.empty_strided(shape, strides, dtype=dtype, device="meta"))
+            self._own(n, self.new_meta(shape, dtype))
             self._takes_storage(n, name)
             self.poolable.add(n)
             return n
@@ -611,9 +640,9 @@ class WrapperBuilder:
         if library in ALLOCATES_OWN_RESULT:
             result = op.results[0]
             out = self.fresh(result)
-            shape = list(shapes.shape_of(result))
+            shape = self.shape_of(result)
             dtype = _dtype(result.type, logical.get(result))
-            self._own(out, torch.empty(shape, dtype=dtype, device="meta"))
+            self._own(out, self.new_meta(shape, dtype))
             self.poolable.add(out)
         else:
             out = self.allocate(op.results[0], logical)
@@ -646,7 +675,7 @@ class WrapperBuilder:
         for v in results:
             self._mark_escaping(self.name(v))
         result_layouts = layouts.decode(self.entry.attributes, RESULT_LAYOUTS_ATTR, len(results))
-        eager = layouts.decode_eager(self.entry.attributes, len(results))
+        eager = self.eager_results(len(results))
         outs = [
             self.result_view(self.name(v), dtype, layout, as_eager)
             for v, dtype, layout, as_eager in zip(results, self.result_dtypes, result_layouts, eager, strict=False)
@@ -663,10 +692,10 @@ class WrapperBuilder:
             text += f".permute({layout.inverse()})"
             meta = meta.permute(layout.inverse()) if meta is not None else None
             if layout.expanded and eager is not None:
-                text += f".expand({list(eager[0])})"
+                text += f".expand({self.text(eager[0])})"
                 meta = meta.expand(eager[0]) if meta is not None else None
         if eager is not None and (meta is None or not layouts.same_strides(eager[0], meta.stride(), eager[1])):
-            text = f"with_strides({text}, {eager[1]})"
+            text = f"with_strides({text}, {self.text(eager[1])})"
         return text
 
     def emit_check(self, flag: str, check: RuntimeCheck) -> None:
@@ -703,9 +732,11 @@ class WrapperBuilder:
         elif op.name == "tensor.empty":  # a 0-size result: nothing to compute
             self.allocate(op.results[0], logical)
         elif op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
-            shape = list(shapes.shape_of(op.results[0]))
+            shape = self.shape_of(op.results[0])
             # A strided slice may not collapse into a view: reshape copies it then.
-            self.emit_view(op.results[0], self.name(op.operands[0]), lambda m: m.view(shape), f".reshape({shape})")
+            self.emit_view(
+                op.results[0], self.name(op.operands[0]), self.reshaped(op, shape), f".reshape({self.text(shape)})"
+            )
         elif op.name == "tensor.extract_slice":
             self.emit_slice(op)
         elif op.name == "func.return":
@@ -715,4 +746,13 @@ class WrapperBuilder:
             # keep-kernel-arguments): a size, or a size made a value
             self.emit_constant(op.results[0], op.attributes["value"])
         else:
-            raise PipelineError("mlirc-host-wrapper", f"op {op.name} cannot run on the host")
+            self.emit_host_op(op)
+
+    def reshaped(self, op: ir.Operation, shape: list) -> Callable[[torch.Tensor], torch.Tensor]:
+        """How a collapse_shape or expand_shape views its source's meta tensor."""
+        return lambda m: m.view(shape)
+
+    def emit_host_op(self, op: ir.Operation) -> None:
+        """An op outside the kernels that a bound entry does not hold (a wrapper for
+        every size computes its sizes on the host)."""
+        raise PipelineError("mlirc-host-wrapper", f"op {op.name} cannot run on the host")

@@ -229,6 +229,7 @@ class _SymbolicGraph:
         stats().symbolic_imports += 1
         self.single = _output_is_single(gm)
         self.nodes = _compute_nodes(gm)
+        self.counted = False  # the wrapper for every size, in the stats
 
     def sizes(self, args: list) -> tuple[int, ...]:
         return self.region.sizes(args)
@@ -243,6 +244,21 @@ class _SymbolicGraph:
         st.symbolic_binds += 1
         call = compiled.call
         return call if not self.single else (lambda *a: call(*a)[0])
+
+    def every_size(self, eager: list) -> tuple[Callable, Callable[..., bool]] | None:
+        """The region's one wrapper for every size (counted once as a compiled graph)."""
+        every = self.region.every_size(eager)
+        if every is None:
+            return None
+        if not self.counted:
+            self.counted = True
+            st = stats()
+            st.graphs += 1
+            st.compiled_regions += 1
+            st.compiled_nodes += self.nodes
+            st.kernels += self.region.every_size_kernels()
+        call, fits = every
+        return (call if not self.single else (lambda *a: call(*a)[0])), fits
 
 
 EAGER_STRIDES = "mlirc_eager_strides"  # output node meta: the strides each result must have

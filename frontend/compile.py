@@ -26,6 +26,7 @@ from mlirc.config import config
 from mlirc.dialects import layouts, make_context, shapes
 from mlirc.dialects.attributes import PREPARE_ATTR, RESULT_EAGER_ATTR, RESULT_LAYOUTS_ATTR
 from mlirc.errors import MlircError, PipelineError, SizeAssumptionFailed
+from mlirc.frontend import every_size
 from mlirc.frontend.hot_sizes import HotSizeCall
 from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
@@ -191,8 +192,7 @@ def _finish(
 ) -> CompiledRegion:
     """The stages after `done` (a stage's name, or "mlirc": none) on `module`, then the
     call (made by `build`, the backend's where None)."""
-    outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    outputs = _outputs(gm)
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
     backend = BACKENDS.get(device.type, BACKENDS["cpu"])
     stages = backend.stages[backend.stages.index(done) + 1 :] if done in backend.stages else backend.stages
@@ -203,13 +203,23 @@ def _finish(
             before = stage_ir[stage]
         build = build or backend.build
         call, source, kernel_count = build(module, name, stage_ir, result_dtypes, device, options)
+    _dump(name, "wrapper", source, ext="py")
+    return CompiledRegion(_completed(gm, call, outputs), source, kernel_count, stage_ir)
+
+
+def _outputs(gm: fx.GraphModule) -> list:
+    outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+
+
+def _completed(gm: fx.GraphModule, call: Callable, outputs: list) -> Callable:
+    """The wrapper's call with the graph's None results and constant inputs put back."""
     if any(n is None for n in outputs):
         call = _with_none_outputs(call, [n is None for n in outputs])
     constants = constant_inputs(gm)
     if constants:
         call = _with_constants(call, constants)
-    _dump(name, "wrapper", source, ext="py")
-    return CompiledRegion(call, source, kernel_count, stage_ir)
+    return call
 
 
 def _build_cpu(
@@ -255,7 +265,7 @@ def _wrap_cpu(
 ) -> tuple[Callable, str, int]:
     call, source = _step(
         "mlirc-host-wrapper",
-        lambda: build_wrapper(module, compiled, result_dtypes, device),
+        lambda: build_wrapper(module, compiled, result_dtypes, device)[:2],
         lambda: f"the wrapper is built from {_saved(str(module), name, 'cpu-fusion')}",
     )
     if any(PREPARE_ATTR in op.attributes for op in module.body.operations):
@@ -350,6 +360,7 @@ class SymbolicRegion:
         assuming = self.options | {"mlirc-split-reductions": SplitReductionsOptions(assume_short_sums=True)}
         self.lowered = self._lower(module, stage_ir, assuming, self.name)
         self._assuming_nothing: _Lowered | None = None
+        self._every: tuple[Callable, Callable[..., bool]] | None | bool = None  # False: none
         stats().symbolic_lowered += self.lowered.bound_after != "mlirc"
         stats().symbolic_kernels += self.lowered.bound_after == "kernels"
 
@@ -400,8 +411,47 @@ class SymbolicRegion:
         except MlircError as err:  # this size's own kernels, as without shared ones
             log.debug("%s: the kernels for every size failed at %s: %s", self.name, sizes, err)
             return self._compile_per_size(lowered, sizes, eager, name)
-        static = lambda: self._compile_per_size(lowered, sizes, eager, f"{name}-hot").call  # noqa: E731
+        static = lambda _args: self._compile_per_size(lowered, sizes, eager, f"{name}-hot").call  # noqa: E731
         return dataclasses.replace(region, call=HotSizeCall(region.call, static))
+
+    def every_size(self, eager: list) -> tuple[Callable, Callable[..., bool]] | None:
+        """(call, fits): one host wrapper for every size over the kernels compiled for
+        every size (backends/cpu/symbolic_wrapper.py), and whether a call's sizes
+        hold its size assertions; None where there are no such kernels or the
+        wrapper needs a size's value (each size is then bound).  `eager`: (shape,
+        strides) per result, in Dynamo's SymInts.  Built once."""
+        if self._every is None:
+            self._every = self._build_every_size(eager) or False
+        return self._every or None
+
+    def every_size_kernels(self) -> int:
+        shared = self.lowered.shared
+        return len(shared.compiled.functions) if shared is not None else 0
+
+    def _build_every_size(self, eager: list) -> tuple[Callable, Callable[..., bool]] | None:
+        shared = self._shared_kernels(self.lowered)
+        if shared is None:
+            return None
+        name = f"{self.name}-every-size"
+        module = ir.Module.parse(shared.fused, self.context)
+        outputs = _outputs(self.gm)
+        dtypes = [node_meta(n).dtype for n in outputs if n is not None]
+        try:
+            # Bound at the traced sizes first: binding verifies what no `?` dim shows
+            # (two sizes a kernel takes as one), as each size's binding did before.
+            self._bind(
+                ir.Module.parse(shared.fused, self.context),
+                bind_sizes.BindSizesOptions(every_size.traced_sizes(self.gm, self.slots), keep_kernel_arguments=True),
+                [],
+                None,
+            )
+            call, fits, source = every_size.build(self.gm, module, shared.compiled, dtypes, self.device, eager)
+        except Exception as err:  # noqa: BLE001 - each size is bound instead, as without it
+            log.debug("%s: no wrapper for every size: %s", self.name, err, exc_info=True)
+            return None
+        _dump(name, "wrapper", source, ext="py")
+        stats().symbolic_every_size += 1
+        return _completed(self.gm, call, outputs), fits
 
     def _compile_per_size(
         self, lowered: _Lowered, sizes: tuple[int, ...], eager: list | None, name: str

@@ -42,6 +42,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from mlirc.config import config
 from mlirc.dialects import layouts
 from mlirc.errors import UnsupportedOpError
+from mlirc.frontend.hot_sizes import HotSizeCall
 from mlirc.frontend.stats import stats
 
 log = logging.getLogger(__name__)
@@ -344,6 +345,8 @@ class SymbolicCompiler(Protocol):
 
     def compile_at(self, sizes: tuple[int, ...], eager: list) -> Callable: ...
 
+    def every_size(self, eager: list) -> tuple[Callable, Callable[..., bool]] | None: ...
+
 
 class SizeSpecialized:
     """A symbolic graph's callable: a static compile per concrete call signature."""
@@ -360,6 +363,7 @@ class SizeSpecialized:
         self.compile_static = compile_static
         self.user_outputs = user_outputs
         self.compiled: dict[tuple, Callable] = {}
+        self.own_sizes = 0  # sizes compiled on their own (MLIRC_DYNAMIC_SIZES caps them)
         self.key = call_key(example_inputs, gm)
         self.warned = False
 
@@ -369,7 +373,11 @@ class SizeSpecialized:
         fn = self.compiled.get(key)
         if fn is not None:
             return fn
-        if len(self.compiled) >= config.dynamic_sizes:
+        fn = self._every_size(args)
+        if fn is not None:
+            self.compiled[key] = fn
+            return fn
+        if self.own_sizes >= config.dynamic_sizes:
             if not self.warned:
                 self.warned = True
                 warnings.warn(
@@ -378,6 +386,7 @@ class SizeSpecialized:
                     stacklevel=3,
                 )
             return lambda *a: self.gm(*a)
+        self.own_sizes += 1
         fn = self._bound(args)
         if fn is not None:
             self.compiled[key] = fn
@@ -405,18 +414,71 @@ class SizeSpecialized:
         fn = self.compiled.get(self.key(args))
         return (fn or self.prepare(args))(*args)
 
-    def _bound(self, args: Sequence[Any]) -> Callable | None:
-        """The graph imported once with symbolic sizes, compiled at the sizes of `args`;
-        None where it did not import so, or these arguments are not row-major."""
+    def _imported(self, args: Sequence[Any]) -> SymbolicCompiler | None:
+        """The graph imported once with symbolic sizes, where it imported so and the
+        arguments of symbolic layout are row-major, as the import took them (the
+        others' layouts are static: Dynamo's guards keep them)."""
         if self.symbolic is None:
             self.symbolic = self._import_symbolic() or False
         tensors = [i for i, x in enumerate(self.example_inputs) if isinstance(x, torch.Tensor)]
-        # the import took arguments of symbolic layout as row-major (the others' layouts
-        # are static, Dynamo's guards keep them)
         symbolic_layout = [i for i in tensors if is_symbolic([self.example_inputs[i]])]
         if not self.symbolic or any(layouts.plan(args[i].shape, args[i].stride()) for i in symbolic_layout):
             return None
-        symbolic: SymbolicCompiler = self.symbolic  # type: ignore[assignment]
+        return self.symbolic  # type: ignore[return-value]
+
+    def _every_size(self, args: Sequence[Any]) -> Callable | None:
+        """The symbolic graph's one wrapper for every size, where it has one and the
+        sizes of `args` hold its size assertions: no compile for this size.  A size
+        called often is compiled on its own too, while MLIRC_DYNAMIC_SIZES allows,
+        and kept where faster (frontend/hot_sizes.py)."""
+        symbolic = self._imported(args) if config.dynamic_sizes else None
+        every = symbolic.every_size(self._eager_symbolic()) if symbolic is not None else None
+        if every is None:
+            return None
+        call, fits = every
+        if not fits(*args):
+            return None
+        stats().symbolic_unbound_sizes += 1
+        return HotSizeCall(call, self._own_size)
+
+    def _own_size(self, args: tuple) -> Callable:
+        """A hot size compiled on its own (a wrapper bound to its sizes)."""
+        if self.own_sizes >= config.dynamic_sizes:
+            raise UnsupportedOpError("symbolic sizes", "MLIRC_DYNAMIC_SIZES sizes compiled on their own already")
+        self.own_sizes += 1
+        fn = self._bound(args)
+        if fn is None:
+            raise UnsupportedOpError("symbolic sizes", "this size does not bind")
+        return fn
+
+    def _eager_symbolic(self) -> list:
+        """(shape, strides) of each result as SymInts: Dynamo's outputs' where the
+        graph returns them one for one, else the graph's own (as _eager_results)."""
+        output = next(n for n in self.gm.graph.nodes if n.op == "output")
+        results = list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+        metas = [r.meta["val"] for r in results if r is not None]
+        own = [(tuple(m.shape), tuple(m.stride())) for m in metas]
+        user = self.user_outputs
+        if user is None or len(user) != len(own):
+            return own
+
+        def same(u: Any, m: Any) -> bool:
+            return (
+                isinstance(u, torch.Tensor) and u.dtype == m.dtype and u.dim() == m.dim()
+                and all(_expr(a) == _expr(b) for a, b in zip(u.shape, m.shape, strict=True))
+            )  # fmt: skip
+
+        if not all(same(u, m) for u, m in zip(user, metas, strict=True)):
+            return own
+        return [(tuple(u.shape), tuple(u.stride())) for u in user]
+
+    def _bound(self, args: Sequence[Any]) -> Callable | None:
+        """The graph imported once with symbolic sizes, compiled at the sizes of `args`;
+        None where it did not import so, or these arguments are not row-major."""
+        symbolic = self._imported(args)
+        if symbolic is None:
+            return None
+        tensors = [i for i, x in enumerate(self.example_inputs) if isinstance(x, torch.Tensor)]
         try:
             compiled = symbolic.compile_at(symbolic.sizes(list(args)), self._eager_results(args))
         except Exception:  # noqa: BLE001 - the FX graph's specialization is the fallback
@@ -459,6 +521,10 @@ class SizeSpecialized:
         ):
             return own
         return [(tuple(u.shape), tuple(u.stride())) for u in user]
+
+
+def _expr(size: Any) -> Any:
+    return size.node.expr if isinstance(size, torch.SymInt) else size
 
 
 def _take_constant_outputs(gm: fx.GraphModule) -> list:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,10 +36,23 @@ def _round(fn: Callable, args: tuple, calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
+_timing = threading.local()  # set while faster() runs: the calls it times count no calls
+
+
 def faster(current: Callable, candidate: Callable, args: tuple) -> Callable:
     """Whichever of two calls with the same answers runs `args` faster (medians of
     interleaved rounds after one warm-up call each; as many rounds as BUDGET_S
-    allows, and for a graph slower than that, the warm-up calls decide)."""
+    allows, and for a graph slower than that, the warm-up calls decide).  A
+    candidate that is itself a HotSizeCall (the wrapper for every size's hot size,
+    bound, before its own kernels) does not get hot from being timed."""
+    _timing.on = True
+    try:
+        return _faster(current, candidate, args)
+    finally:
+        _timing.on = False
+
+
+def _faster(current: Callable, candidate: Callable, args: tuple) -> Callable:
     warm = (_round(current, args, 1), _round(candidate, args, 1))
     once = max(*warm, 1e-6)
     calls = max(1, int(ROUND_S / once))
@@ -58,13 +72,13 @@ class HotSizeCall:
     """One size's call through the kernels of every size; at its HOT_CALLS-th call,
     `specialize()` compiles the size on its own and the faster of the two is kept."""
 
-    def __init__(self, call: Callable, specialize: Callable[[], Callable]) -> None:
+    def __init__(self, call: Callable, specialize: Callable[[tuple], Callable]) -> None:
         self.call = call
-        self.specialize: Callable[[], Callable] | None = specialize
+        self.specialize: Callable[[tuple], Callable] | None = specialize  # takes the hot call's arguments
         self.calls = 0
 
     def __call__(self, *args: Any) -> Any:
-        if self.specialize is not None:
+        if self.specialize is not None and not getattr(_timing, "on", False):
             self.calls += 1
             if self.calls >= HOT_CALLS:
                 self._decide(args)
@@ -73,7 +87,7 @@ class HotSizeCall:
     def _decide(self, args: tuple) -> None:
         specialize, self.specialize = self.specialize, None
         try:
-            static = specialize()
+            static = specialize(args)
         except Exception:  # noqa: BLE001 - the shared kernels keep serving the size
             log.debug("compiling a hot size on its own failed", exc_info=True)
             return

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import time
+import warnings
 
 import pytest
 import torch
@@ -21,6 +22,7 @@ from torch._dynamo.utils import counters
 
 import mlirc
 from mlirc.backends.cpu import codegen
+from mlirc.config import config
 from mlirc.dialects import make_context
 from mlirc.errors import PipelineError
 from mlirc.frontend import hot_sizes
@@ -297,9 +299,11 @@ def test_one_llvm_compile_per_graph_serves_every_size(name, monkeypatch):
 
 
 def test_a_hot_size_is_compiled_on_its_own_and_timed(monkeypatch):
-    """A size called HOT_CALLS times is compiled for itself too, timed against the
-    kernels of every size on the call's arguments, and the faster serves it; a size
-    called less stays on the shared kernels.  Answers are eager's throughout."""
+    """A size called HOT_CALLS times is compiled for itself too, timed on the call's
+    arguments, and the faster serves it; a size called less stays where it is.  Two
+    steps: the wrapper for every size, then a wrapper bound to the size (its GEMMs
+    timed, its weights packed, its scratch kept), then, HOT_CALLS calls later, the
+    size's own kernels.  Answers are eager's throughout."""
     monkeypatch.setattr(hot_sizes, "HOT_CALLS", 3)
     model = Block().eval()
     compiled = torch.compile(model, backend="mlirc", dynamic=True)
@@ -307,7 +311,8 @@ def test_a_hot_size_is_compiled_on_its_own_and_timed(monkeypatch):
         for x in [torch.randn(5, 7, 16) for _ in range(5)] + [torch.randn(6, 7, 16)]:
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     stats = mlirc.stats()
-    assert stats.symbolic_shared == 1 and stats.symbolic_hot_sizes == 1, stats.summary()
+    # size 5: bound at its 3rd call, which the bound wrapper serves; own kernels at its 5th
+    assert stats.symbolic_shared == 1 and stats.symbolic_hot_sizes == 2, stats.summary()
 
 
 def test_the_faster_call_is_kept():
@@ -321,3 +326,55 @@ def test_the_faster_call_is_kept():
     x = torch.ones(3)
     assert hot_sizes.faster(slow, fast, (x,)) is fast
     assert hot_sizes.faster(fast, slow, (x,)) is fast
+
+
+# -- one host wrapper for every size (backends/cpu/symbolic_wrapper.py) --------------------
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_one_wrapper_serves_every_size_without_a_compile(name, monkeypatch):
+    """After the graph's first compile, a new size compiles nothing: neither kernels
+    nor a binding of its sizes.  Sizes beyond MLIRC_DYNAMIC_SIZES stay compiled
+    (that cap is on sizes compiled on their own), and every answer is eager's."""
+    make_model, make_input = MODELS[name]
+    model = make_model().eval()
+    monkeypatch.setattr(config, "dynamic_sizes", 2)
+    compiled = torch.compile(model, backend="mlirc", dynamic=True)
+    sizes = (2, 3, 7, 16, 17, 64, 5, 9)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # "new sizes run eagerly" would raise
+        for n in sizes:
+            x = make_input(n)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    stats = mlirc.stats()
+    assert stats.symbolic_every_size == stats.symbolic_imports >= 1, stats.summary()
+    assert stats.symbolic_binds == 0 and stats.fallback_nodes == 0, stats.summary()
+    assert stats.symbolic_unbound_sizes >= len(sizes), stats.summary()
+
+
+def test_a_size_outside_the_wrappers_assumptions_is_compiled_on_its_own():
+    """The wrapper for every size holds the symbolic lowering's assumptions (a
+    softmax over a `?` length compiled unsplit, for lengths up to 2048): a size
+    beyond them is compiled from a lowering that assumes nothing."""
+    compiled = torch.compile(lambda x: (x * 2).softmax(-1), backend="mlirc", dynamic=True)
+    for n in (5, 7, 3001, 9):
+        x = torch.randn(3, n)
+        torch.testing.assert_close(compiled(x), (x * 2).softmax(-1))
+    stats = mlirc.stats()
+    assert stats.symbolic_every_size == 1 and stats.symbolic_assumption_misses == 1, stats.summary()
+
+
+def test_a_graph_whose_binding_fails_gets_no_wrapper_for_every_size():
+    """Found by fuzz_graphs --dynamic: a broadcast the symbolic import took as two
+    equal `?` sizes (s and s // 31, one at the traced size) made a kernel read past
+    its operand.  Binding at the traced sizes refuses it, as binding each size did;
+    the graph is then compiled per size, with eager's answer."""
+
+    def graph(a0, a1):
+        t0 = a0.reshape([31, -1])
+        t4 = torch.where(a0 > 0, a0, t0)
+        return torch.fmod(a1, torch.remainder(a0.sum(), t4).mean([0, 1], keepdim=True))
+
+    a0, a1 = torch.randn(31) * 50, torch.tensor(3.88)
+    torch.testing.assert_close(torch.compile(graph, backend="mlirc", dynamic=True)(a0, a1), graph(a0, a1))
+    assert mlirc.stats().symbolic_every_size == 0, mlirc.stats().summary()

@@ -77,7 +77,9 @@ def test_imported_once_and_bound_at_every_size(name):
     stats = mlirc.stats()
     # every graph Dynamo made (it may guard a range of sizes, a convolution's) imported once
     assert stats.symbolic_imports == counters["stats"]["unique_graphs"], stats.summary()
-    assert stats.graphs == stats.symbolic_binds == len(set(sizes)), stats.summary()
+    # each size bound, or served by the graph's wrapper for every size (compiled once)
+    assert stats.symbolic_sizes == len(set(sizes)), stats.summary()
+    assert stats.graphs == stats.symbolic_binds + stats.symbolic_every_size, stats.summary()
     assert stats.symbolic_lowered == stats.symbolic_imports, stats.summary()  # linalg ran once
     assert stats.symbolic_bind_failures == 0, stats.summary()
     assert stats.fallback_nodes == 0 and stats.failed_regions == 0, stats.summary()
@@ -128,7 +130,7 @@ def test_what_waits_for_sizes_is_lowered_once_they_are_bound(tmp_path):
     stats = mlirc.stats()
     graphs = counters["stats"]["unique_graphs"]  # Dynamo may guard a size range (a convolution's)
     assert stats.symbolic_imports == stats.symbolic_lowered == graphs, stats.summary()
-    assert stats.symbolic_binds == 3 and stats.fallback_nodes == 0, stats.summary()
+    assert stats.symbolic_sizes == 3 and stats.fallback_nodes == 0, stats.summary()
     assert stats.symbolic_assumption_misses == 1 and stats.symbolic_bind_failures == 0, stats.summary()
     (long_sum,) = glob.glob(os.path.join(tmp_path, "*x4194304.kernels.mlir"))
     assert "x512xf32>" in open(long_sum).read()  # chunks of 512
@@ -178,10 +180,10 @@ def test_kernels_formed_on_symbolic_sizes(name, runtime_sizes, tmp_path, monkeyp
     """Where nothing waits for a size (row-wise work over static rows, linear layers,
     a narrow head generated as a contraction, elementwise work), kernels are formed
     once on `?` dims and a new size only binds them: the kernel stage is not dumped
-    per size, and every size binds.  Dynamo may make a second graph for a range of
-    sizes (a convolution's): each forms its kernels once.  The CPU kernels are then
-    compiled once for every size (they take their sizes as arguments), or with
-    MLIRC_RUNTIME_SIZES=0 once per size."""
+    per size.  Dynamo may make a second graph for a range of sizes (a convolution's):
+    each forms its kernels once.  The CPU kernels are then compiled once for every
+    size (they take their sizes as arguments) and one host wrapper serves every size,
+    unbound; or with MLIRC_RUNTIME_SIZES=0 each size binds and compiles its own."""
     monkeypatch.setattr(config, "runtime_sizes", runtime_sizes)
     model, make = FORMED[name]
     counters.clear()
@@ -196,12 +198,14 @@ def test_kernels_formed_on_symbolic_sizes(name, runtime_sizes, tmp_path, monkeyp
         config.dump_dir = None
     stats, graphs = mlirc.stats(), counters["stats"]["unique_graphs"]
     assert graphs <= 2 and stats.symbolic_imports == stats.symbolic_kernels == graphs, stats.summary()
-    assert stats.symbolic_binds == 6 and stats.symbolic_bind_failures == 0, stats.summary()
+    assert stats.symbolic_sizes == 6 and stats.symbolic_bind_failures == 0, stats.summary()
     kernels = glob.glob(os.path.join(tmp_path, "*.kernels.mlir"))
     assert len(kernels) == graphs and all("tensor<?x" in open(k).read() for k in kernels)
-    assert stats.symbolic_shared == (graphs if runtime_sizes else 0), stats.summary()
+    shared = graphs if runtime_sizes else 0
+    assert stats.symbolic_shared == stats.symbolic_every_size == shared, stats.summary()
     assert len(glob.glob(os.path.join(tmp_path, "*.cpu.mlir"))) == (graphs if runtime_sizes else 6)
-    assert len(glob.glob(os.path.join(tmp_path, "*.bound.mlir"))) == 6
+    assert len(glob.glob(os.path.join(tmp_path, "*.bound.mlir"))) == (0 if runtime_sizes else 6)
+    assert len(glob.glob(os.path.join(tmp_path, "*-every-size.wrapper.py"))) == shared
 
 
 def test_a_size_that_breaks_an_assumption_compiles_from_a_second_lowering(tmp_path):
@@ -218,15 +222,15 @@ def test_a_size_that_breaks_an_assumption_compiles_from_a_second_lowering(tmp_pa
     finally:
         config.dump_dir = None
     stats = mlirc.stats()
-    assert stats.symbolic_kernels == 1 and stats.symbolic_binds == 5, stats.summary()
+    assert stats.symbolic_kernels == 1 and stats.symbolic_sizes == 5, stats.summary()
     assert stats.symbolic_assumption_misses == 2 and stats.symbolic_bind_failures == 0, stats.summary()
     assert len(glob.glob(os.path.join(tmp_path, "*-deferring.linalg.mlir"))) == 1
     (long_rows,) = glob.glob(os.path.join(tmp_path, "*x3001.kernels.mlir"))
     assert "x512xf32>" in open(long_rows).read()
-    # short rows: bound after kernel formation, their kernels compiled once for every size
+    # short rows: kernels formed once and compiled once for every size, served unbound
     assert not glob.glob(os.path.join(tmp_path, "*x2048.kernels.mlir"))
     assert len(glob.glob(os.path.join(tmp_path, "*-sizes.cpu.mlir"))) == stats.symbolic_shared == 1
-    assert glob.glob(os.path.join(tmp_path, "*x2048.bound.mlir"))
+    assert stats.symbolic_unbound_sizes == 3 and not glob.glob(os.path.join(tmp_path, "*x2048.bound.mlir"))
 
 
 def test_a_graph_that_needs_a_static_size_is_specialized_per_size():
@@ -351,7 +355,7 @@ def test_a_static_transposed_argument_beside_a_symbolic_one():
         torch._dynamo.mark_dynamic(x, 0)
         torch.testing.assert_close(compiled(x, w), fn(x, w))
     stats = mlirc.stats()
-    assert stats.symbolic_imports == 1 and stats.symbolic_binds == 3, stats.summary()
+    assert stats.symbolic_imports == 1 and stats.symbolic_sizes == 3, stats.summary()
 
 
 def _bound_at_every_size(fn, calls, dynamic=True, marks=()) -> None:
@@ -367,7 +371,7 @@ def _bound_at_every_size(fn, calls, dynamic=True, marks=()) -> None:
     stats = mlirc.stats()
     graphs = counters["stats"]["unique_graphs"]
     assert stats.symbolic_imports == stats.symbolic_lowered == graphs, stats.summary()
-    assert stats.symbolic_binds == len(calls) and stats.fallback_nodes == 0, stats.summary()
+    assert stats.symbolic_sizes == len(calls) and stats.fallback_nodes == 0, stats.summary()
 
 
 def test_linalg_on_symbolic_sizes_from_a_review(monkeypatch):

@@ -21,7 +21,6 @@ from mlirc.backends.host_wrapper import (
     wrapper_scope,
 )
 from mlirc.config import config
-from mlirc.dialects import shapes
 from mlirc.dialects.attributes import ORIGIN_ATTR
 from mlirc.passes.ir_utils import entry_functions
 
@@ -42,7 +41,7 @@ class CpuWrapperBuilder(WrapperBuilder):
         if kernel is not None and ORIGIN_ATTR in kernel.attributes and callee not in self.compiled_names:
             callee = ir.StringAttr(kernel.attributes[ORIGIN_ATTR]).value
         values = [*op.operands, *op.results]
-        sizes = [str(shapes.shape_of(values[arg])[dim]) for arg, dim in self.kernel_sizes.get(callee, ())]
+        sizes = [self.size_text(self.shape_of(values[arg])[dim]) for arg, dim in self.kernel_sizes.get(callee, ())]
         self.integers.update(sizes)
         super().emit_kernel_call(op, callee, [*buffers, *sizes])
 
@@ -73,33 +72,47 @@ class CpuWrapperBuilder(WrapperBuilder):
 
 
 def build_wrapper(
-    module: ir.Module, compiled: CompiledKernels, result_dtypes: list[torch.dtype], device: torch.device
-) -> tuple[Callable, str]:
+    module: ir.Module,
+    compiled: CompiledKernels,
+    result_dtypes: list[torch.dtype],
+    device: torch.device,
+    builder: Callable[..., CpuWrapperBuilder] | None = None,
+    finish: Callable[[str], str] = lambda source: source,
+    extra_scope: dict | None = None,
+) -> tuple[Callable, str, dict]:
+    """(call, source, scope): the wrapper of `module`'s entry over `compiled`.
+    `builder(entry, result_dtypes, kernels)` makes the entry's builder (a bound
+    entry's by default), `finish` edits the source, `extra_scope` adds names."""
     entry = entry_functions(module.body)[0]
     kernels = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
-    builder = CpuWrapperBuilder(
-        entry, result_dtypes, kernels, scratch_limit_bytes=config.scratch_mb << 20, kernel_sizes=compiled.sizes
-    )
-    builder.compiled_names = set(compiled.functions)
+    if builder is None:
+        main = CpuWrapperBuilder(
+            entry, result_dtypes, kernels, scratch_limit_bytes=config.scratch_mb << 20, kernel_sizes=compiled.sizes
+        )
+    else:
+        main = builder(entry, result_dtypes, kernels)
+    main.compiled_names = set(compiled.functions)
     prepare = prepare_function(entry)
-    source = builder.build("call" if prepare is None else "call_prepared")
+    source = main.build("call" if prepare is None else "call_prepared")
     if prepare is not None:
-        source += "\n\n" + _prepare_source(entry, prepare, kernels, builder)
+        source += "\n\n" + _prepare_source(entry, prepare, kernels, main)
+    source = finish(source)
     scope = {
+        **(extra_scope or {}),
         **wrapper_scope(device),
         "kernels": compiled.functions,
-        "scratch_buffers": scratch_buffers(builder.scratch_metas, device),
+        "scratch_buffers": scratch_buffers(main.scratch_metas, device),
         "onednn_mm": gemm_choice.onednn_mm,
-        "conv_sites": builder.conv_sites,
-        "linear_sites": builder.linear_sites,
-        **builder.constants,
+        "conv_sites": main.conv_sites,
+        "linear_sites": main.linear_sites,
+        **main.constants,
     }
     exec(compile(source, "<mlirc-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
     if prepare is not None:
         scope["prepared"] = PreparedCache(scope["prepare"])
     call = scope["call"]
     call._mlirc_engine = compiled  # keep the JIT'd code alive with the wrapper
-    return call, source
+    return call, source, scope
 
 
 def _prepare_source(entry: func.FuncOp, prepare: func.FuncOp, kernels: dict, call: CpuWrapperBuilder) -> str:
