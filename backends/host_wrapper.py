@@ -418,7 +418,8 @@ class WrapperBuilder:
         self.lines.append(f"def {function_name}({', '.join(args)}):")
         arg_layouts = layouts.decode(self.entry.attributes, ARG_LAYOUTS_ATTR, len(args))
         for a, value, layout in zip(args, self.entry.entry_block.arguments, arg_layouts, strict=True):
-            if not isinstance(value.type, ir.RankedTensorType):  # a size (an int)
+            if not isinstance(value.type, ir.RankedTensorType):  # a size (an int), passed as it is
+                self.integers.add(a)
                 continue
             if layout is not None:  # the dense buffer the tensor's strides describe (no copy)
                 self.lines.append(f"    {a} = {a}.permute({list(layout.order)}){_unit_slices(layout)}")

@@ -381,7 +381,7 @@ class SizeSpecialized:
             if not self.warned:
                 self.warned = True
                 warnings.warn(
-                    f"mlirc: a graph with symbolic sizes has been compiled at {len(self.compiled)} sizes "
+                    f"mlirc: a graph with symbolic sizes has been compiled at {self.own_sizes} sizes "
                     f"(MLIRC_DYNAMIC_SIZES); new sizes run eagerly",
                     stacklevel=3,
                 )
@@ -436,7 +436,11 @@ class SizeSpecialized:
         if every is None:
             return None
         call, fits = every
-        if not fits(*args):
+        try:
+            if not fits(*args):
+                return None
+        except Exception:  # noqa: BLE001 - sizes its arithmetic cannot take (a 0 divisor): bound instead
+            log.debug("the wrapper for every size does not take these sizes", exc_info=True)
             return None
         stats().symbolic_unbound_sizes += 1
         return HotSizeCall(call, self._own_size)
@@ -449,6 +453,7 @@ class SizeSpecialized:
         fn = self._bound(args)
         if fn is None:
             raise UnsupportedOpError("symbolic sizes", "this size does not bind")
+        stats().symbolic_hot_binds += 1
         return fn
 
     def _eager_symbolic(self) -> list:

@@ -35,7 +35,9 @@ class CompileStats:
     symbolic_shared: int = 0  # ... whose CPU kernels were compiled once, for every size
     symbolic_every_size: int = 0  # ... with one host wrapper for every size too (no compile per size)
     symbolic_unbound_sizes: int = 0  # sizes that wrapper served from their first call
-    symbolic_hot_sizes: int = 0  # sizes called often enough to be compiled on their own too
+    symbolic_hot_binds: int = 0  # ... bound to their sizes once hot (counted in binds too)
+    # hot-size compiles: a size bound once hot, or a bound size given its own kernels
+    symbolic_hot_sizes: int = 0
     symbolic_hot_static: int = 0  # ... where that compile was faster and serves the size
     symbolic_assumption_misses: int = 0  # sizes that broke a size assumption (compiled from a second lowering)
     symbolic_bind_failures: int = 0  # sizes such an import failed to compile at (then specialized per size)
@@ -46,13 +48,13 @@ class CompileStats:
     def compiled_sizes(self) -> int:
         """Sizes that ran compiled: a graph compiled for one size (static, or a
         symbolic one bound), or a size a wrapper for every size served unbound."""
-        return self.graphs - self.symbolic_every_size + self.symbolic_unbound_sizes
+        return self.graphs - self.symbolic_every_size + self.symbolic_unbound_sizes - self.symbolic_hot_binds
 
     @property
     def symbolic_sizes(self) -> int:
         """Sizes a symbolic import served: bound to them, or unbound by its wrapper for
-        every size (a hot size counts in both)."""
-        return self.symbolic_binds + self.symbolic_unbound_sizes
+        every size."""
+        return self.symbolic_binds + self.symbolic_unbound_sizes - self.symbolic_hot_binds
 
     @property
     def fully_compiled(self) -> bool:
@@ -69,7 +71,7 @@ class CompileStats:
                 f" symbolic_imports={self.symbolic_imports}/{self.symbolic_graphs} binds={self.symbolic_binds}"
                 f" lowered={self.symbolic_lowered} formed={self.symbolic_kernels} shared={self.symbolic_shared}"
                 f" every_size={self.symbolic_every_size} unbound_sizes={self.symbolic_unbound_sizes}"
-                f" hot_sizes={self.symbolic_hot_sizes} hot_static={self.symbolic_hot_static}"
+                f" hot_binds={self.symbolic_hot_binds} hot_sizes={self.symbolic_hot_sizes} hot_static={self.symbolic_hot_static}"
                 f" assumption_misses={self.symbolic_assumption_misses} bind_failures={self.symbolic_bind_failures}"
                 if self.symbolic_graphs
                 else ""

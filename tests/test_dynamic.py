@@ -145,7 +145,10 @@ def test_strided_inputs_are_their_own_signature():
 
 
 def test_sizes_beyond_the_limit_run_eagerly_with_a_warning(monkeypatch):
+    """Where each size compiles its own (here MLIRC_RUNTIME_SIZES=0; a graph with one
+    wrapper for every size runs every size compiled, see test_runtime_sizes)."""
     monkeypatch.setattr(config, "dynamic_sizes", 2)
+    monkeypatch.setattr(config, "runtime_sizes", False)
     fn = torch.compile(lambda x: x.exp().sum(0), backend="mlirc", dynamic=True)
     for n in (3, 4):
         x = torch.randn(n, 2)

@@ -378,3 +378,31 @@ def test_a_graph_whose_binding_fails_gets_no_wrapper_for_every_size():
     a0, a1 = torch.randn(31) * 50, torch.tensor(3.88)
     torch.testing.assert_close(torch.compile(graph, backend="mlirc", dynamic=True)(a0, a1), graph(a0, a1))
     assert mlirc.stats().symbolic_every_size == 0, mlirc.stats().summary()
+
+
+@pytest.mark.parametrize(
+    "name, fn, make",
+    [
+        # a SymInt argument handed to a kernel as it is (found by review: it was taken for a tensor)
+        ("size_argument", lambda x, y: (x * 2).view(y.shape[0], -1).sum(1), lambda n: (torch.randn(4 * n), torch.randn(n))),
+        # a sum over a `?` dim that is not innermost: its assertion's condition combines two
+        ("outer_sum", lambda x: (x * 2).sum(0), lambda n: (torch.randn(n, n + 3),)),
+    ],
+)  # fmt: skip
+def test_the_wrapper_for_every_size_on_sizes_the_host_computes(name, fn, make):
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for n in (3, 5, 8, 13):
+        args = make(n)
+        torch.testing.assert_close(compiled(*args), fn(*args), msg=lambda m, n=n: f"{name} at {n}: {m}")
+    stats = mlirc.stats()
+    assert stats.symbolic_every_size == 1 and stats.symbolic_unbound_sizes == 4, stats.summary()
+
+
+def test_hot_sizes_count_once_among_the_sizes_compiled(monkeypatch):
+    monkeypatch.setattr(hot_sizes, "HOT_CALLS", 3)
+    fn = lambda x: (x * 2 + 1).relu().sum(1)  # noqa: E731
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for x in [torch.randn(3, 5)] + [torch.randn(6, 7)] * 8:
+        torch.testing.assert_close(compiled(x), fn(x))
+    stats = mlirc.stats()
+    assert stats.symbolic_hot_binds == 1 and stats.compiled_sizes == stats.symbolic_sizes == 2, stats.summary()

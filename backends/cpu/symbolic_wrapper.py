@@ -38,6 +38,7 @@ from mlirc.backends.host_wrapper import _dtype
 from mlirc.backends.symbolic_sizes import INDEX_OPS, SymbolicSizes
 from mlirc.errors import SizeAssumptionFailed, UnsupportedOpError
 
+_LOGIC = {"arith.andi": "and", "arith.ori": "or"}
 # arith.cmpi predicates (signed and unsigned alike: sizes are >= 0) as Python
 _COMPARISONS = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
 
@@ -158,6 +159,9 @@ class SymbolicCpuWrapperBuilder(CpuWrapperBuilder):
             predicate = ir.IntegerAttr(op.attributes["predicate"]).value
             a, b = (self.size_text(self.sizes.index(v)) for v in op.operands)
             self.names[op.results[0]] = f"({a} {_COMPARISONS[predicate]} {b})"
+        elif op.name in _LOGIC and str(op.results[0].type) == "i1":  # an assertion's condition
+            a, b = (self.names[v] for v in op.operands)
+            self.names[op.results[0]] = f"({a} {_LOGIC[op.name]} {b})"
         elif op.name == "cf.assert":
             condition, message = self.names[op.operands[0]], ir.StringAttr(op.attributes["msg"]).value
             self.assertions.append(condition)
