@@ -234,8 +234,8 @@ class _SymbolicGraph:
     def sizes(self, args: list) -> tuple[int, ...]:
         return self.region.sizes(args)
 
-    def compile_at(self, sizes: tuple[int, ...], eager: list) -> Callable:
-        compiled = self.region.compile_at(sizes, eager)
+    def compile_at(self, sizes: tuple[int, ...], eager: list, hot: bool = False) -> Callable:
+        compiled = self.region.compile_at(sizes, eager, hot)
         st = stats()
         st.graphs += 1
         st.compiled_regions += 1

@@ -390,16 +390,19 @@ class SymbolicRegion:
         values, in order): what mlirc-bind-sizes takes."""
         return tuple(int(args[i]) if d is None else int(args[i].shape[d]) for i, d in self.slots)
 
-    def compile_at(self, sizes: tuple[int, ...], eager: list | None) -> CompiledRegion:
-        """The region at `sizes`; `eager`: (shape, strides) per result, as eager's are."""
+    def compile_at(self, sizes: tuple[int, ...], eager: list | None, hot: bool = False) -> CompiledRegion:
+        """The region at `sizes`; `eager`: (shape, strides) per result, as eager's are.
+        `hot`: the size is hot already (its own kernels are compiled at its next call)."""
         try:
-            return self._compile_at(self.lowered, sizes, eager)
+            return self._compile_at(self.lowered, sizes, eager, hot)
         except SizeAssumptionFailed as err:
             log.debug("%s: %s; lowering it again without assumptions", self.name, err)
             stats().symbolic_assumption_misses += 1
-            return self._compile_at(self._without_assumptions(), sizes, eager)
+            return self._compile_at(self._without_assumptions(), sizes, eager, hot)
 
-    def _compile_at(self, lowered: _Lowered, sizes: tuple[int, ...], eager: list | None) -> CompiledRegion:
+    def _compile_at(
+        self, lowered: _Lowered, sizes: tuple[int, ...], eager: list | None, hot: bool = False
+    ) -> CompiledRegion:
         name = f"{self.name}-{'x'.join(map(str, sizes))}"
         shared = self._shared_kernels(lowered)
         if shared is None:
@@ -412,7 +415,7 @@ class SymbolicRegion:
             log.debug("%s: the kernels for every size failed at %s: %s", self.name, sizes, err)
             return self._compile_per_size(lowered, sizes, eager, name)
         static = lambda _args: self._compile_per_size(lowered, sizes, eager, f"{name}-hot").call  # noqa: E731
-        return dataclasses.replace(region, call=HotSizeCall(region.call, static))
+        return dataclasses.replace(region, call=HotSizeCall(region.call, static, hot))
 
     def every_size(self, eager: list) -> tuple[Callable, Callable[..., bool]] | None:
         """(call, fits): one host wrapper for every size over the kernels compiled for

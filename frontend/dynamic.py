@@ -343,7 +343,7 @@ class SymbolicCompiler(Protocol):
 
     def sizes(self, args: list) -> tuple[int, ...]: ...
 
-    def compile_at(self, sizes: tuple[int, ...], eager: list) -> Callable: ...
+    def compile_at(self, sizes: tuple[int, ...], eager: list, hot: bool = False) -> Callable: ...
 
     def every_size(self, eager: list) -> tuple[Callable, Callable[..., bool]] | None: ...
 
@@ -450,7 +450,7 @@ class SizeSpecialized:
         if self.own_sizes >= config.dynamic_sizes:
             raise UnsupportedOpError("symbolic sizes", "MLIRC_DYNAMIC_SIZES sizes compiled on their own already")
         self.own_sizes += 1
-        fn = self._bound(args)
+        fn = self._bound(args, hot=True)
         if fn is None:
             raise UnsupportedOpError("symbolic sizes", "this size does not bind")
         stats().symbolic_hot_binds += 1
@@ -477,15 +477,16 @@ class SizeSpecialized:
             return own
         return [(tuple(u.shape), tuple(u.stride())) for u in user]
 
-    def _bound(self, args: Sequence[Any]) -> Callable | None:
+    def _bound(self, args: Sequence[Any], hot: bool = False) -> Callable | None:
         """The graph imported once with symbolic sizes, compiled at the sizes of `args`;
-        None where it did not import so, or these arguments are not row-major."""
+        None where it did not import so, or these arguments are not row-major.  `hot`:
+        the size is hot already, its own kernels come at its next call."""
         symbolic = self._imported(args)
         if symbolic is None:
             return None
         tensors = [i for i, x in enumerate(self.example_inputs) if isinstance(x, torch.Tensor)]
         try:
-            compiled = symbolic.compile_at(symbolic.sizes(list(args)), self._eager_results(args))
+            compiled = symbolic.compile_at(symbolic.sizes(list(args)), self._eager_results(args), hot)
         except Exception:  # noqa: BLE001 - the FX graph's specialization is the fallback
             # Counted for tests: a shortfall of the symbolic path, or a stage that fails at any size.
             stats().symbolic_bind_failures += 1

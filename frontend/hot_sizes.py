@@ -1,13 +1,17 @@
 """Hot sizes: a size called often gets its own static compile, kept where it is faster.
 
 A symbolic graph's CPU kernels are compiled once for every size (they take their
-sizes as arguments, passes/cpu_size_args.py), so a new size costs only its binding
-and host wrapper.  Kernels of one size can still be faster: their loops have
-constant trip counts, their tails are exact, row loops form over rows whose
-count the binding knows.  So after HOT_CALLS calls at one size, that size is
-compiled statically too (as with MLIRC_RUNTIME_SIZES=0), both are timed on the call's own
-arguments, interleaved, and the faster serves that size from then on.  The
-compile and the timing happen once per hot size, inside the call that makes it hot.
+sizes as arguments, passes/cpu_size_args.py), and one host wrapper serves every size
+(backends/cpu/symbolic_wrapper.py), so a new size costs no compile.  A size of its
+own can still be faster: a wrapper bound to it times its GEMMs, packs its weights and
+keeps its scratch; its own kernels have constant trip counts and exact tails, and row
+loops form over rows whose count the binding knows.  So at a size's HOT_CALLS-th call
+it is bound, timed against the wrapper for every size on the call's own arguments,
+interleaved, and the faster serves it; where that is the bound wrapper, its own
+kernels are compiled (as with MLIRC_RUNTIME_SIZES=0) and timed against it right
+after, in the same call.  Where there is no wrapper for every size, a size starts
+bound and gets its own kernels at its HOT_CALLS-th call.  The compiles and timings
+happen once per hot size, inside the call that makes it hot.
 """
 
 from __future__ import annotations
@@ -72,10 +76,11 @@ class HotSizeCall:
     """One size's call through the kernels of every size; at its HOT_CALLS-th call,
     `specialize()` compiles the size on its own and the faster of the two is kept."""
 
-    def __init__(self, call: Callable, specialize: Callable[[tuple], Callable]) -> None:
+    def __init__(self, call: Callable, specialize: Callable[[tuple], Callable], hot: bool = False) -> None:
         self.call = call
         self.specialize: Callable[[tuple], Callable] | None = specialize  # takes the hot call's arguments
-        self.calls = 0
+        # hot: the size was hot before this call existed (bound once hot): it specializes at its next call
+        self.calls = HOT_CALLS - 1 if hot else 0
 
     def __call__(self, *args: Any) -> Any:
         if self.specialize is not None and not getattr(_timing, "on", False):
