@@ -10,6 +10,7 @@ import torch
 import torch.nn as nn
 
 import mlirc
+from mlirc.backends.cpu import packed_weights
 from mlirc.config import config
 
 
@@ -157,3 +158,33 @@ def test_convolution_weights_that_are_inputs():
             w.mul_(-3.0)
             torch.testing.assert_close(compiled(x, w), conv(x, w), rtol=1e-4, atol=1e-4)
             x = torch.randn(2, 5, 9, 7)
+
+
+@pytest.mark.skipif(not packed_weights.available(), reason="needs oneDNN's packed convolution")
+def test_a_convolution_site_keeps_a_reordered_weight_per_input_shape():
+    """A wrapper for every size calls one site at many sizes: each of the last few
+    input shapes keeps its reordered weight (no reorder per call when sizes
+    alternate), an edited weight is reordered again, an empty input is eager's."""
+    site = packed_weights.PackedConv([1, 1], [1, 1], [1, 1], 1, shapes=2)
+    w = torch.randn(8, 3, 3, 4)  # OHWI
+    reorders = []
+    reorder = torch.ops.mkldnn._reorder_convolution_weight
+
+    def expected(x: torch.Tensor) -> torch.Tensor:
+        y = torch.conv2d(x.permute(0, 3, 1, 2), w.permute(0, 3, 1, 2), None, 1, 1)
+        return y.permute(0, 2, 3, 1)
+
+    torch.ops.mkldnn._reorder_convolution_weight = lambda *a: reorders.append(1) or reorder(*a)
+    try:
+        for n in (2, 3, 2, 3, 2):
+            x = torch.randn(n, 5, 6, 4)
+            torch.testing.assert_close(site(x, w, w), expected(x), rtol=1e-4, atol=1e-4)
+        assert len(reorders) == 2
+        w.mul_(2)
+        x = torch.randn(2, 5, 6, 4)
+        torch.testing.assert_close(site(x, w, w), expected(x), rtol=1e-4, atol=1e-4)
+        assert len(reorders) == 3
+        empty = torch.randn(0, 5, 6, 4)
+        assert site(empty, w, w).shape == expected(empty).shape
+    finally:
+        torch.ops.mkldnn._reorder_convolution_weight = reorder

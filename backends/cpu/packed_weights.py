@@ -18,6 +18,7 @@ slower for 1024; backends/cpu/gemm_choice.py times it beside torch.mm and oneDNN
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 
 import torch
@@ -43,14 +44,18 @@ def eligible(x: torch.Tensor | None, weight: torch.Tensor | None) -> bool:
 
 
 class _PackedSite:
-    """The packed form of the last weight one call site saw, and what it was packed from."""
+    """The packed form of the last weight one call site saw, and what it was packed
+    from; with `shapes` > 1, one per input shape for the last `shapes` shapes (a
+    wrapper for every size calls one site at many sizes)."""
 
-    def __init__(self) -> None:
+    def __init__(self, shapes: int = 1) -> None:
         # (key, weight, packed): the weight is held so that, while it is cached, no
         # other tensor can take its address (an equal data_ptr means the same storage).
         # Only arguments (and views of them) are packed: kernels rewrite the wrapper's
         # own buffers in place, which no version counter sees.
         self.state: tuple = (None, None, None)
+        self.shapes = shapes
+        self.recent: OrderedDict[tuple, tuple] = OrderedDict()  # key -> (weight, packed), shapes > 1
 
     def packed(self, weight: torch.Tensor, root: torch.Tensor, shape: tuple, pack: Callable[[], object]) -> object:
         """pack()'s result for `weight` (viewing argument `root`, whose version
@@ -62,20 +67,35 @@ class _PackedSite:
         state = self.state
         if state[0] == key:
             return state[2]
+        if self.shapes > 1 and key in self.recent:
+            self.recent.move_to_end(key)
+            weight, packed = self.recent[key]
+            self.state = (key, weight, packed)
+            return packed
         packed = pack()
         self.state = (key, weight, packed)
+        if self.shapes > 1:
+            # a changed weight (another storage or version) keeps no stale entry for long
+            self.recent[key] = (weight, packed)
+            while len(self.recent) > self.shapes:
+                self.recent.popitem(last=False)
         return packed
 
 
 class PackedConv(_PackedSite):
     """One call site's NHWC convolution (input NHWC, weight OHWI, result NHWC)."""
 
-    def __init__(self, stride: list[int], padding: list[int], dilation: list[int], groups: int) -> None:
-        super().__init__()
+    def __init__(
+        self, stride: list[int], padding: list[int], dilation: list[int], groups: int, shapes: int = 1
+    ) -> None:
+        super().__init__(shapes)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
 
     def __call__(self, x_nhwc: torch.Tensor, w_ohwi: torch.Tensor, root: torch.Tensor) -> torch.Tensor:
         x, w = x_nhwc.permute(0, 3, 1, 2), w_ohwi.permute(0, 3, 1, 2)
+        if not x.numel():  # a size of 0 (a wrapper for every size meets any): oneDNN takes none
+            y = torch.conv2d(x, w, None, self.stride, self.padding, self.dilation, self.groups)
+            return y.permute(0, 2, 3, 1).contiguous()
         packed = self.packed(
             w,
             root,
