@@ -245,7 +245,7 @@ class _SymbolicGraph:
         call = compiled.call
         return call if not self.single else (lambda *a: call(*a)[0])
 
-    def every_size(self, eager: list) -> tuple[Callable, Callable[..., bool]] | None:
+    def every_size(self, eager: Callable[[], list]) -> tuple[Callable, Callable[..., bool]] | None:
         """The region's one wrapper for every size (counted once as a compiled graph)."""
         every = self.region.every_size(eager)
         if every is None:

@@ -417,14 +417,14 @@ class SymbolicRegion:
         static = lambda _args: self._compile_per_size(lowered, sizes, eager, f"{name}-hot").call  # noqa: E731
         return dataclasses.replace(region, call=HotSizeCall(region.call, static, hot))
 
-    def every_size(self, eager: list) -> tuple[Callable, Callable[..., bool]] | None:
+    def every_size(self, eager: Callable[[], list]) -> tuple[Callable, Callable[..., bool]] | None:
         """(call, fits): one host wrapper for every size over the kernels compiled for
         every size (backends/cpu/symbolic_wrapper.py), and whether a call's sizes
         hold its size assertions; None where there are no such kernels or the
-        wrapper needs a size's value (each size is then bound).  `eager`: (shape,
-        strides) per result, in Dynamo's SymInts.  Built once."""
+        wrapper needs a size's value (each size is then bound).  `eager()`: (shape,
+        strides) per result, in Dynamo's SymInts (asked once, at the build).  Built once."""
         if self._every is None:
-            self._every = self._build_every_size(eager) or False
+            self._every = self._build_every_size(eager()) or False
         return self._every or None
 
     def every_size_kernels(self) -> int:

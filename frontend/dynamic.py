@@ -345,7 +345,7 @@ class SymbolicCompiler(Protocol):
 
     def compile_at(self, sizes: tuple[int, ...], eager: list, hot: bool = False) -> Callable: ...
 
-    def every_size(self, eager: list) -> tuple[Callable, Callable[..., bool]] | None: ...
+    def every_size(self, eager: Callable[[], list]) -> tuple[Callable, Callable[..., bool]] | None: ...
 
 
 class SizeSpecialized:
@@ -432,7 +432,7 @@ class SizeSpecialized:
         called often is compiled on its own too, while MLIRC_DYNAMIC_SIZES allows,
         and kept where faster (frontend/hot_sizes.py)."""
         symbolic = self._imported(args) if config.dynamic_sizes else None
-        every = symbolic.every_size(self._eager_symbolic()) if symbolic is not None else None
+        every = symbolic.every_size(self._eager_symbolic) if symbolic is not None else None
         if every is None:
             return None
         call, fits = every

@@ -38,7 +38,6 @@ def eligible(x: torch.Tensor | None, weight: torch.Tensor | None) -> bool:
         and x.dtype == weight.dtype
         and x.dtype in PACKED_DTYPES
         and x.dim() == 4
-        and x.numel() > 0
         and available()
     )
 

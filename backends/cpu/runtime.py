@@ -26,6 +26,10 @@ from mlirc.passes.ir_utils import entry_functions
 
 
 class CpuWrapperBuilder(WrapperBuilder):
+    # input shapes whose reordered weight a convolution site keeps (a bound wrapper's
+    # calls have one shape)
+    conv_shapes = 1
+
     def __init__(self, *args, kernel_sizes: dict | None = None, **kwargs) -> None:  # noqa: ANN002, ANN003 - WrapperBuilder's
         super().__init__(*args, **kwargs)
         self.conv_sites: list[packed_weights.PackedConv] = []
@@ -66,7 +70,9 @@ class CpuWrapperBuilder(WrapperBuilder):
         if library != "conv2d_nhwc_packed":
             return {}
         self.conv_sites.append(
-            packed_weights.PackedConv(fields["stride"], fields["padding"], fields["dilation"], fields["groups"])
+            packed_weights.PackedConv(
+                fields["stride"], fields["padding"], fields["dilation"], fields["groups"], self.conv_shapes
+            )
         )
         return {"site": len(self.conv_sites) - 1, "root": self.root[operands[1]]}
 

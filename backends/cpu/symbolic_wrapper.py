@@ -32,7 +32,6 @@ import torch
 from mlir import ir
 from torch.utils._sympy.printers import PythonPrinter
 
-from mlirc.backends.cpu import packed_weights
 from mlirc.backends.cpu.codegen import CompiledKernels
 from mlirc.backends.cpu.runtime import CpuWrapperBuilder, build_wrapper
 from mlirc.backends.host_wrapper import _dtype
@@ -40,23 +39,12 @@ from mlirc.backends.symbolic_sizes import INDEX_OPS, SymbolicSizes
 from mlirc.errors import SizeAssumptionFailed, UnsupportedOpError
 
 _LOGIC = {"arith.andi": "and", "arith.ori": "or"}
-# input shapes whose reordered weights a convolution of the wrapper for every size keeps
-PACKED_SHAPES = 4
 # arith.cmpi predicates (signed and unsigned alike: sizes are >= 0) as Python
 _COMPARISONS = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
 
 
 def _expr(size: object) -> object:
     return size.node.expr if isinstance(size, torch.SymInt) else size
-
-
-def _packable(x: object, weight: object) -> bool:
-    """packed_weights.eligible without its `numel() > 0`, which a `?` size cannot
-    answer (PackedConv takes an empty input to torch's own convolution)."""
-    return (
-        x is not None and weight is not None and x.dtype == weight.dtype
-        and x.dtype in packed_weights.PACKED_DTYPES and x.dim() == 4 and packed_weights.available()
-    )  # fmt: skip
 
 
 def _is_one(size: object) -> bool:
@@ -114,6 +102,8 @@ class SymbolicMeta:
 class SymbolicCpuWrapperBuilder(CpuWrapperBuilder):
     """A CPU wrapper whose sizes are expressions of the graph's symbols."""
 
+    conv_shapes = 4  # its convolutions meet many input shapes
+
     def __init__(
         self, entry: object, result_dtypes: list[torch.dtype], kernels: dict, sizes: SymbolicSizes, eager: list,
         kernel_sizes: dict,
@@ -161,22 +151,9 @@ class SymbolicCpuWrapperBuilder(CpuWrapperBuilder):
 
     def library_variant(self, library: str, operands: list[str]) -> str:
         """torch's own GEMMs (a packed linear weight or a timed choice is per row
-        count), and convolutions on weights oneDNN reorders once per input shape, for
-        the last few shapes (PACKED_SHAPES)."""
-        x, weight = (self.meta.get(name) for name in (operands + [""])[:2])
-        if library == "conv2d_nhwc" and _packable(x, weight) and self._argument_root(operands[1]):
-            return "conv2d_nhwc_packed"
-        return library
-
-    def call_site(self, library: str, fields: dict, operands: list[str]) -> dict:
-        if library != "conv2d_nhwc_packed":
-            return {}
-        self.conv_sites.append(
-            packed_weights.PackedConv(
-                fields["stride"], fields["padding"], fields["dilation"], fields["groups"], PACKED_SHAPES
-            )
-        )
-        return {"site": len(self.conv_sites) - 1, "root": self.root[operands[1]]}
+        count); convolutions as a bound wrapper's, their sites keeping a reordered
+        weight per input shape for the last few shapes (`conv_shapes`)."""
+        return library if library == "mm" else super().library_variant(library, operands)
 
     # -- the host's size arithmetic ----------------------------------------------------------
 
@@ -240,7 +217,7 @@ class SymbolicCpuWrapperBuilder(CpuWrapperBuilder):
         shape = self.shape_of(op.results[0])
         kept = list(range(len(sizes)))
         if len(shape) != len(sizes):  # rank-reducing: the unit sizes it drops
-            kept = [d for d in kept if not (isinstance(sizes[d], int) and sizes[d] == 1)]
+            kept = [d for d in kept if not _is_one(sizes[d])]
             if len(kept) != len(shape):
                 raise UnsupportedOpError(op.name, "a rank-reducing slice whose dropped dims are not its unit sizes")
 
