@@ -147,8 +147,9 @@ def reduce(value: ir.Value, axis: int, combine: Callable[[ir.Value, ir.Value], i
 
 
 def func(name: str, arg_types: Sequence[ir.Type], aligned: bool = False) -> tuple[ir.Operation, ir.Block]:
-    """A `tt.func`; `aligned`: every argument is a pointer 16-byte aligned (what
-    @triton.jit specializes on), which lets loads vectorize and tt.dot pipeline."""
+    """A `tt.func`; `aligned`: every pointer argument is 16-byte aligned (what
+    @triton.jit specializes on), which lets loads vectorize and tt.dot pipeline.
+    Integer arguments (run-time sizes) are promised nothing."""
     ftype = ir.FunctionType.get(list(arg_types), [])
     attrs = {
         "sym_name": ir.StringAttr.get(name),
@@ -158,7 +159,9 @@ def func(name: str, arg_types: Sequence[ir.Type], aligned: bool = False) -> tupl
     }
     if aligned:
         divisible = ir.DictAttr.get({"tt.divisibility": i32(ALIGNMENT)})
-        attrs["arg_attrs"] = ir.ArrayAttr.get([divisible] * len(arg_types))
+        attrs["arg_attrs"] = ir.ArrayAttr.get(
+            [ir.DictAttr.get({}) if isinstance(t, ir.IntegerType) else divisible for t in arg_types]
+        )
     op = create("tt.func", [], [], attrs, regions=1)
     return op, op.regions[0].blocks.append(*arg_types)
 

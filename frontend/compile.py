@@ -281,15 +281,33 @@ def _build_gpu(
     device: torch.device,
     options: PassOptions,
 ) -> tuple[Callable, str, int]:
-    """triton.compile on each kernel's TTIR (the gpu stage's nested modules), then the host wrapper."""
+    """The kernels compiled (_compile_gpu_kernels), then the host wrapper."""
+    return _wrap_gpu(module, name, _compile_gpu_kernels(module, name, stage_ir, options), result_dtypes, device)
+
+
+def _compile_gpu_kernels(module: ir.Module, name: str, stage_ir: dict[str, str], options: PassOptions) -> object:
+    """The gpu stage on a copy (the host wrapper reads the entry from `module`), then
+    triton.compile on each kernel's TTIR (its nested modules): a GpuKernels."""
     from mlirc.backends.gpu import compiler, runtime
 
+    kernels = module.operation.clone()
+    _run_stage(kernels, gpu_backend.KERNEL_STAGE, name, stage_ir, options, stage_ir[gpu_backend.STAGES[-1]])
     gpu_ir = lambda: f"the gpu-stage IR is in {_saved(stage_ir['gpu'], name, 'gpu')}"  # noqa: E731
-    launchers = _step("triton.compile", lambda: compiler.compile_module(module), gpu_ir)
+    launchers = _step("triton.compile", lambda: compiler.compile_module(kernels), gpu_ir)
+    return runtime.GpuKernels(launchers, kernels)
+
+
+def _wrap_gpu(
+    module: ir.Module, name: str, compiled: object, result_dtypes: list, device: torch.device
+) -> tuple[Callable, str, int]:
+    from mlirc.backends.gpu import runtime
+
     call, source = _step(
-        "mlirc-host-wrapper", lambda: runtime.build_wrapper(module, launchers, result_dtypes, device), gpu_ir
+        "mlirc-host-wrapper",
+        lambda: runtime.build_wrapper(module, compiled, result_dtypes, device)[:2],  # type: ignore[arg-type]
+        lambda: f"the wrapper is built from {_saved(str(module), name, 'gpu-fusion')}",
     )
-    return call, source, len(launchers)
+    return call, source, len(compiled.launchers)  # type: ignore[attr-defined]
 
 
 def _check_bound_results(entry: ir.Operation, eager: list) -> None:
@@ -307,12 +325,14 @@ def _check_bound_results(entry: ir.Operation, eager: list) -> None:
 
 @dataclass(frozen=True)
 class _SharedKernels:
-    """A symbolic graph's CPU kernels compiled once, for every size (they take their
-    sizes as arguments, passes/cpu_size_args.py): the module after row fusion, which
-    each size binds for its host wrapper, and the machine code."""
+    """A symbolic graph's kernels compiled once, for every size (they take their
+    sizes as arguments: passes/cpu_size_args.py, passes/gpu_lower_to_tt.py): the
+    module after row fusion, which each size binds for its host wrapper, and the
+    compiled kernels (codegen.CompiledKernels; on a GPU, runtime.GpuKernels)."""
 
     fused: str
-    compiled: codegen.CompiledKernels
+    compiled: codegen.CompiledKernels | object
+    kernel_count: int
 
 
 @dataclass
@@ -429,7 +449,7 @@ class SymbolicRegion:
 
     def every_size_kernels(self) -> int:
         shared = self.lowered.shared
-        return len(shared.compiled.functions) if shared is not None else 0
+        return shared.kernel_count if shared is not None else 0
 
     def _build_every_size(self, eager: list) -> tuple[Callable, Callable[..., bool]] | None:
         shared = self._shared_kernels(self.lowered)
@@ -481,24 +501,28 @@ class SymbolicRegion:
                 entry.attributes[RESULT_EAGER_ATTR] = layouts.encode_eager(eager)
 
     def _shared_kernels(self, lowered: _Lowered) -> _SharedKernels | None:
-        """The CPU kernels of a graph whose kernels were formed on `?` dims, compiled
+        """The kernels of a graph whose kernels were formed on `?` dims, compiled
         once for every size (tried once per lowering; None where they could not be:
         then each size compiles its own, as before)."""
-        if self.device.type != "cpu" or not config.runtime_sizes or lowered.bound_after != "kernels":
+        if self.device.type not in SHARED_KERNELS or not config.runtime_sizes or lowered.bound_after != "kernels":
             return None
         if not lowered.shared_tried:
             lowered.shared_tried = True
             name = f"{self.name}-sizes"
+            fusion, compile_kernels = SHARED_KERNELS[self.device.type]
             module = ir.Module.parse(lowered.stage_ir["kernels"], self.context)
             stage_ir = {"kernels": lowered.stage_ir["kernels"]}
             try:
                 with module.context:
-                    _run_stage(module, "cpu-fusion", name, stage_ir, self.options, stage_ir["kernels"])
-                    compiled = _compile_cpu_kernels(module, name, stage_ir, self.options)
+                    _run_stage(module, fusion, name, stage_ir, self.options, stage_ir["kernels"])
+                    compiled = compile_kernels(module, name, stage_ir, self.options)
             except MlircError as err:
                 log.debug("%s: kernels for every size failed, compiled per size: %s", self.name, err)
                 return None
-            lowered.shared = _SharedKernels(stage_ir["cpu-fusion"], compiled)
+            count = (
+                len(compiled.functions) if isinstance(compiled, codegen.CompiledKernels) else len(compiled.launchers)
+            )
+            lowered.shared = _SharedKernels(stage_ir[fusion], compiled, count)
             stats().symbolic_shared += 1
         return lowered.shared
 
@@ -509,13 +533,15 @@ class SymbolicRegion:
         wrapper, which calls the shared kernels with this size's sizes."""
         module = ir.Module.parse(shared.fused, self.context)
         self._bind(module, bind_sizes.BindSizesOptions(sizes, keep_kernel_arguments=True), [], eager)
-        stage_ir = {"cpu-fusion": str(module)}
-        _dump(name, "bound", stage_ir["cpu-fusion"])
+        fusion = SHARED_KERNELS[self.device.type][0]
+        stage_ir = {fusion: str(module)}
+        _dump(name, "bound", stage_ir[fusion])
+        wrap_kernels = _wrap_gpu if self.device.type == "cuda" else _wrap_cpu
 
         def wrap(module: ir.Module, name: str, _ir: dict, result_dtypes: list, device: torch.device, _options: dict):
-            return _wrap_cpu(module, name, shared.compiled, result_dtypes, device)
+            return wrap_kernels(module, name, shared.compiled, result_dtypes, device)  # type: ignore[arg-type]
 
-        return _finish(self.gm, module, self.device, self.options, name, stage_ir, "cpu-fusion", wrap)
+        return _finish(self.gm, module, self.device, self.options, name, stage_ir, fusion, wrap)
 
 
 @dataclass(frozen=True)
@@ -529,3 +555,9 @@ class Backend:
 
 
 BACKENDS = {"cpu": Backend(cpu_backend.STAGES, _build_cpu), "cuda": Backend(gpu_backend.STAGES, _build_gpu)}
+# Kernels compiled once for every size of a symbolic graph, per device: the fusion
+# stage whose module each size binds, and what compiles its kernels
+SHARED_KERNELS: dict[str, tuple[str, Callable]] = {
+    "cpu": ("cpu-fusion", _compile_cpu_kernels),
+    "cuda": ("gpu-fusion", _compile_gpu_kernels),
+}

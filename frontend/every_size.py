@@ -17,8 +17,7 @@ import torch
 import torch.fx as fx
 from mlir import ir
 
-from mlirc.backends.cpu.codegen import CompiledKernels
-from mlirc.backends.cpu.symbolic_wrapper import build_every_size_wrapper
+from mlirc.backends.cpu import symbolic_wrapper as cpu_wrapper
 from mlirc.backends.symbolic_sizes import SymbolicSizes
 from mlirc.dialects import layouts
 from mlirc.dialects.attributes import RESULT_LAYOUTS_ATTR
@@ -85,7 +84,7 @@ def _check_results(module: ir.Module, sizes: SymbolicSizes, eager: list) -> None
 def build(
     gm: fx.GraphModule,
     module: ir.Module,
-    compiled: CompiledKernels,
+    compiled: object,
     result_dtypes: list[torch.dtype],
     device: torch.device,
     eager: list,
@@ -97,6 +96,19 @@ def build(
     with module.context, no_new_guards(values):
         sizes = SymbolicSizes(module, arguments)
         _check_results(module, sizes, eager)
-        return build_every_size_wrapper(
-            module, compiled, result_dtypes, device, sizes, eager, symbol_sources(values), len(values)
+        if device.type == "cuda":
+            from mlirc.backends.gpu import symbolic_wrapper as gpu_wrapper
+
+            build_wrapper = gpu_wrapper.build_every_size_wrapper
+        else:
+            build_wrapper = cpu_wrapper.build_every_size_wrapper
+        return build_wrapper(
+            module,
+            compiled,  # type: ignore[arg-type]
+            result_dtypes,
+            device,
+            sizes,
+            eager,
+            symbol_sources(values),
+            len(values),
         )

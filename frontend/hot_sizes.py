@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from mlirc.frontend.stats import stats
 
 log = logging.getLogger(__name__)
@@ -34,10 +36,19 @@ BUDGET_S = 0.5  # the timing's share of the hot call, beyond one warm-up call ea
 
 
 def _round(fn: Callable, args: tuple, calls: int) -> float:
+    """Seconds per call; on a GPU, until its kernels have run (launches are queued)."""
+    sync = _synchronize(args)
+    sync()
     start = time.perf_counter()
     for _ in range(calls):
         fn(*args)
+    sync()
     return (time.perf_counter() - start) / calls
+
+
+def _synchronize(args: tuple) -> Callable[[], None]:
+    devices = {a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda}
+    return (lambda: [torch.cuda.synchronize(d) for d in devices]) if devices else (lambda: None)  # type: ignore[return-value]
 
 
 _timing = threading.local()  # set while faster() runs: the calls it times count no calls

@@ -10,6 +10,11 @@ declaration carrying the launch: `mlirc.gpu.ttir` (the module), `mlirc.gpu.grid`
 `mlirc.gpu.num_warps` (and `mlirc.gpu.num_stages` for pipelined loops).  The host
 still calls the declaration, so the entry function is unchanged and the output is
 a valid `mlirc-opt` input.
+
+A kernel with `?` dims (a symbolic graph's, compiled once for every size) takes its
+buffers' `?` sizes after its pointers, as i64 (`mlirc.size_args`: [buffer, dim]
+pairs, passes/gpu_sizes.py), and its grid is `mlirc.gpu.grid_size`: a Python
+expression of those sizes (`n0`, `n1`, ...) that the host evaluates at launch.
 """
 
 from __future__ import annotations
@@ -19,13 +24,16 @@ from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import func
+from torch.utils._sympy.printers import PythonPrinter
 
 from mlirc.dialects import tt
 from mlirc.dialects.attributes import (
     GRID_ATTR,
+    GRID_SIZE_ATTR,
     KERNEL_ATTR,
     LIBRARY_ATTR,
     ROWS_ATTR,
+    SIZE_ARGS_ATTR,
     STAGES_ATTR,
     TILE_ATTR,
     TTIR_ATTR,
@@ -39,6 +47,7 @@ from mlirc.passes.gpu_matmul_tt import (
     find_contraction,
     plan_matmul,
 )
+from mlirc.passes.gpu_sizes import KernelSizes
 from mlirc.passes.gpu_tile_plans import Memory, TilePlan, plan_rows, plan_tiles, row_major
 from mlirc.passes.gpu_tiles import PASS, Tiled, TileEmitter, _fail, scalar_constant
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill
@@ -109,23 +118,36 @@ def _readable(ops: list[ir.Operation], args: list[ir.Value]) -> set:
 
 
 def _buffers(
-    name: str, ops: list[ir.Operation], values: list[ir.Value], pointers: list[ir.Value], transposes: list
+    name: str,
+    ops: list[ir.Operation],
+    values: list[ir.Value],
+    pointers: list[ir.Value],
+    transposes: list,
+    sizes: KernelSizes,
 ) -> dict:
     """Memory of the arguments and results, and of the arguments' views: reshapes,
     static slices and the `transposes` that a GEMM reads in place."""
     buffers = {
-        v: Memory(p, 0, tt.shape_of(v), row_major(tt.shape_of(v))) for v, p in zip(values, pointers, strict=True)
+        v: Memory(p, 0, sizes.shape(v), row_major(sizes.shape(v))) for v, p in zip(values, pointers, strict=True)
     }
     for op in ops:
         if op.name in VIEWS and op.operands[0] in buffers:
-            view = buffers[op.operands[0]].view(op)
+            view = buffers[op.operands[0]].view(op, sizes.shape(op.results[0]))
             if view is None:
                 raise _fail(name, f"'{op.name}' is not a static view of its operand's memory")
             buffers[op.results[0]] = view
         elif op in transposes:
             perm = transpose_perm(op)
-            buffers[op.results[0]] = _transposed(buffers[op.operands[0]], perm, tt.shape_of(op.results[0]))
+            buffers[op.results[0]] = _transposed(buffers[op.operands[0]], perm, sizes.shape(op.results[0]))
     return buffers
+
+
+def _size_op(op: ir.Operation) -> bool:
+    """Size arithmetic of a kernel on `?` dims (its empty tensors' sizes): the
+    lowering takes sizes from passes/gpu_sizes.py instead."""
+    return op.name == "tensor.dim" or (
+        op.name.startswith("arith.") and all(isinstance(r.type, ir.IndexType) for r in op.results)
+    )
 
 
 @dataclass
@@ -142,7 +164,7 @@ class KernelShape:
 def analyze(kernel: func.FuncOp) -> KernelShape:
     name = kernel.sym_name.value
     ops = [op.operation for op in kernel.entry_block.operations]
-    unknown = sorted({op.name for op in ops if op.name not in KERNEL_PLUMBING | VIEWS})
+    unknown = sorted({op.name for op in ops if op.name not in KERNEL_PLUMBING | VIEWS and not _size_op(op)})
     readable = _readable(ops, list(kernel.entry_block.arguments))
     generics = [op for op in ops if op.name == "linalg.generic" and not is_fill(op)]
     transposes = [op for op in generics if transpose_perm(op) is not None and op.operands[0] in readable]
@@ -170,13 +192,15 @@ def analyze(kernel: func.FuncOp) -> KernelShape:
     return KernelShape(generics, transposes, stored, rows, contraction)
 
 
-def _plan(kernel: func.FuncOp, shape: KernelShape, wide: bool) -> TilePlan:
+def _plan(kernel: func.FuncOp, shape: KernelShape, sizes: KernelSizes, wide: bool) -> TilePlan:
     if shape.contraction is not None:
+        if sizes.dynamic:
+            raise _fail(kernel.sym_name.value, "a generated GEMM takes static sizes (each size is bound instead)")
         tile = tuple(ir.DenseI64ArrayAttr(kernel.attributes[TILE_ATTR])) if TILE_ATTR in kernel.attributes else None
         return plan_matmul(shape.contraction, shape.generics[-1], wide, tile)
     if shape.rows is not None:
-        return plan_rows(shape.generics, shape.rows)
-    return plan_tiles(shape.generics[-1])
+        return plan_rows(shape.generics, shape.rows, sizes)
+    return plan_tiles(shape.generics[-1], sizes)
 
 
 def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
@@ -184,30 +208,43 @@ def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
     shape = analyze(kernel)
     ops = [op.operation for op in kernel.entry_block.operations]
     args, results = list(kernel.entry_block.arguments), list(ops[-1].operands)
-    wide = max([math.prod(tt.shape_of(v)) for op in ops for v in [*op.operands, *op.results]] + [1]) >= 2**31
-    plan = _plan(kernel, shape, wide)
+    # Size arguments follow the returned values' types (the host's buffers); the
+    # stored generic results they alias are worked out from them.
+    sizes = KernelSizes(name, [*args, *results], ops)
+    tensors = [v for op in ops for v in [*op.operands, *op.results] if isinstance(v.type, ir.ShapedType)]
+    wide = sizes.dynamic or max([math.prod(tt.shape_of(v)) for v in tensors] + [1]) >= 2**31
+    plan = _plan(kernel, shape, sizes, wide)
     with ir.InsertionPoint(top):
         attrs = {"sym_name": ir.StringAttr.get(f"{name}_ttir")}
         module_op = tt.create("builtin.module", [], [], attrs, regions=1)
     module_block = module_op.regions[0].blocks.append()
+    i64 = ir.IntegerType.get_signless(64)
+    # an index argument (a size the host computed) is an i64 scalar, in its place
+    pointers = [i64 if isinstance(v.type, ir.IndexType) else _pointer_type(v) for v in [*args, *results]]
     with ir.InsertionPoint(module_block):
-        _, entry = tt.func(name, [_pointer_type(v) for v in [*args, *results]], aligned=True)
+        _, entry = tt.func(name, [*pointers, *[i64] * len(sizes.arguments)], aligned=True)
     with ir.InsertionPoint(entry):
-        buffers = _buffers(name, ops, [*args, *shape.stored], list(entry.arguments), shape.transposes)
-        scalars: dict = {}
+        arguments = list(entry.arguments)
+        placed = list(zip([*args, *shape.stored], arguments, strict=False))
+        memory = [(v, a) for v, a in placed if not isinstance(v.type, ir.IndexType)]
+        buffers = _buffers(name, ops, [v for v, _ in memory], [a for _, a in memory], shape.transposes, sizes)
+        scalars: dict = {v: Tiled(a, "s") for v, a in placed if isinstance(v.type, ir.IndexType)}
         _outer_scalars(name, ops, scalars)
-        _emit(name, shape, plan, buffers, scalars, ops)
+        size_values = dict(zip(sizes.symbols, arguments[len(pointers) :], strict=True))
+        _emit(name, shape, plan, buffers, scalars, ops, size_values)
         tt.ret()
-    _declare(kernel, plan, f"{name}_ttir")
+    _declare(kernel, plan, f"{name}_ttir", sizes)
 
 
-def _emit(name: str, shape: KernelShape, plan: TilePlan, buffers: dict, scalars: dict, ops: list) -> None:
+def _emit(
+    name: str, shape: KernelShape, plan: TilePlan, buffers: dict, scalars: dict, ops: list, size_values: dict
+) -> None:
     if shape.contraction is not None:
         result = shape.contraction.generic.results[0]
         aliases = [op.results[0] for op in ops if op.name in RESHAPES and op.operands[0] == result]
         MatmulEmitter(name, shape.contraction, plan, buffers, scalars).emit(shape.generics[1:], aliases)
         return
-    emitter = TileEmitter(name, shape.generics[-1], plan, buffers, scalars)
+    emitter = TileEmitter(name, shape.generics[-1], plan, buffers, scalars, size_values)
     if shape.rows is not None:
         emitter.emit_rows(shape.generics)
     elif plan.reduction:
@@ -216,7 +253,7 @@ def _emit(name: str, shape: KernelShape, plan: TilePlan, buffers: dict, scalars:
         emitter.emit_pointwise()
 
 
-def _declare(kernel: func.FuncOp, plan: TilePlan, module_name: str) -> None:
+def _declare(kernel: func.FuncOp, plan: TilePlan, module_name: str, sizes: KernelSizes) -> None:
     """Replace `kernel` by a declaration with its launch attributes."""
     with ir.InsertionPoint(kernel):
         decl = func.FuncOp(kernel.sym_name.value, kernel.type, visibility="private")
@@ -224,7 +261,13 @@ def _declare(kernel: func.FuncOp, plan: TilePlan, module_name: str) -> None:
         if attr not in ("sym_name", "function_type", "sym_visibility"):
             decl.attributes[attr] = kernel.attributes[attr]
     decl.attributes[TTIR_ATTR] = ir.StringAttr.get(module_name)
-    decl.attributes[GRID_ATTR] = ir.DenseI64ArrayAttr.get(plan.grid)
+    if sizes.dynamic:
+        pairs = [i for pair in sizes.arguments for i in pair]
+        decl.attributes[SIZE_ARGS_ATTR] = ir.DenseI64ArrayAttr.get(pairs)
+        grid = ", ".join(PythonPrinter().doprint(g) if not isinstance(g, int) else str(g) for g in plan.grid)
+        decl.attributes[GRID_SIZE_ATTR] = ir.StringAttr.get(grid)
+    else:
+        decl.attributes[GRID_ATTR] = ir.DenseI64ArrayAttr.get(plan.grid)  # type: ignore[arg-type]
     decl.attributes[WARPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), plan.num_warps)
     if isinstance(plan, MatmulPlan):
         decl.attributes[STAGES_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), plan.num_stages)

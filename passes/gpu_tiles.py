@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import sympy
 from mlir import ir
+from torch.utils._sympy.functions import FloorDiv
 
 from mlirc.dialects import tt
 from mlirc.errors import PipelineError
@@ -34,6 +36,7 @@ from mlirc.passes.gpu_numerics import (
     ROUNDED,
     SHIELDED,
 )
+from mlirc.passes.gpu_sizes import Size, divides, is_static, known
 from mlirc.passes.gpu_tile_plans import Memory, TilePlan
 
 PASS = "mlirc-gpu-lower-to-tt"
@@ -90,6 +93,10 @@ class Tiled:
     kind: str
 
 
+def _same(a: Size, b: Size) -> bool:
+    return sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0
+
+
 def _join(kinds: list[str]) -> str:
     spans = {k for k in kinds if k != "s"}
     if not spans:
@@ -100,7 +107,15 @@ def _join(kinds: list[str]) -> str:
 class TileEmitter:
     """Emits the tt.func body for one generic under a TilePlan."""
 
-    def __init__(self, kernel: str, generic: ir.Operation, plan: TilePlan, memory: dict, scalars: dict) -> None:
+    def __init__(
+        self,
+        kernel: str,
+        generic: ir.Operation,
+        plan: TilePlan,
+        memory: dict,
+        scalars: dict,
+        size_values: dict | None = None,
+    ) -> None:
         self.kernel = kernel
         self.generic = generic
         self.plan = plan
@@ -118,6 +133,10 @@ class TileEmitter:
         self.row_group = False  # emit_rows: whole rows in registers
         self.entry: ir.Block | None = None  # the tt.func's body, where start_rows began
         self.zeros: dict[str, ir.Value] = {}  # integer type -> an opaque zero (see SHIELDED)
+        # run-time sizes: symbol -> the tt.func's i64 argument, and each size expression
+        # computed once, before the anchor at the top of the body
+        self.size_values: dict[sympy.Expr, ir.Value] = dict(size_values or {})
+        self.size_anchor: ir.Operation | None = None
 
     # --- shapes and broadcasts -------------------------------------------------
     def shape(self, kind: str) -> list[int]:
@@ -139,6 +158,49 @@ class TileEmitter:
 
     def const(self, value: int | float, element: ir.Type) -> Tiled:
         return Tiled(tt.scalar_constant(value, element), "s")
+
+    def size(self, size: Size) -> Tiled:
+        """A size as a scalar of the offset type: a constant, or (a kernel of run-time
+        sizes, whose offsets are i64) computed from its size arguments at the top."""
+        if is_static(size):
+            return self.const(int(size), self.offset_type)
+        if self.offset_type != self.i64:
+            raise _fail(self.kernel, f"the run-time size {size} in a kernel of i32 offsets")
+        if self.size_anchor is None:
+            with ir.InsertionPoint.at_block_begin(self.entry_block()):
+                self.size_anchor = tt.scalar_constant(0, self.i64).owner
+        with ir.InsertionPoint(self.size_anchor):
+            return Tiled(self._size_value(sympy.sympify(size)), "s")
+
+    def _size_value(self, expr: sympy.Expr) -> ir.Value:
+        if expr in self.size_values:
+            return self.size_values[expr]
+        if expr.is_number:
+            value = tt.scalar_constant(int(expr), self.i64)
+        elif isinstance(expr, (sympy.Add, sympy.Mul)):
+            name = "arith.addi" if isinstance(expr, sympy.Add) else "arith.muli"
+            parts = [self._size_value(a) for a in expr.args]
+            value = parts[0]
+            for part in parts[1:]:
+                value = tt.one(name, [value, part], self.i64)
+        elif isinstance(expr, sympy.Pow) and expr.exp.is_integer and expr.exp > 0:
+            base, value = self._size_value(expr.base), self._size_value(expr.base)
+            for _ in range(int(expr.exp) - 1):
+                value = tt.one("arith.muli", [value, base], self.i64)
+        elif isinstance(expr, (FloorDiv, sympy.Mod)):  # of sizes, >= 0: truncation is floor
+            name = "arith.divsi" if isinstance(expr, FloorDiv) else "arith.remsi"
+            value = tt.one(name, [self._size_value(expr.args[0]), self._size_value(expr.args[1])], self.i64)
+        else:
+            raise _fail(self.kernel, f"the size {expr} has no lowering")
+        self.size_values[expr] = value
+        return value
+
+    def entry_block(self) -> ir.Block:
+        """The tt.func's body: the block of the innermost insertion point's ancestors."""
+        block = ir.InsertionPoint.current.block
+        while block.owner.operation.name != "tt.func":
+            block = block.owner.operation.block
+        return block
 
     def arith(self, name: str, a: Tiled, b: Tiled, attrs: dict | None = None) -> Tiled:
         kind = _join([a.kind, b.kind])
@@ -167,17 +229,17 @@ class TileEmitter:
 
     def unflatten(self, flat: Tiled, dims: list[int]) -> None:
         """Row-major indices of `dims` from their flattened index."""
-        stride = 1
+        stride: Size = 1
         for d in reversed(dims):
             size = self.plan.ranges[d]
             index = flat
-            if size == 1:
+            if known(size, 1):
                 self.dims[d] = self.const(0, self.offset_type)
                 continue
-            if stride > 1:
-                index = self.arith("arith.divsi", index, self.const(stride, self.offset_type))
+            if not known(stride, 1):
+                index = self.arith("arith.divsi", index, self.size(stride))
             if d != dims[0]:
-                index = self.arith("arith.remsi", index, self.const(size, self.offset_type))
+                index = self.arith("arith.remsi", index, self.size(size))
             self.dims[d] = index
             stride *= size
 
@@ -192,14 +254,12 @@ class TileEmitter:
                 self.masks[kind] = None
         return self.masks[kind]
 
-    def bound_mask(self, flat: Tiled, size: int, exact: bool = False) -> ir.Value | None:
+    def bound_mask(self, flat: Tiled, size: Size, exact: bool = False) -> ir.Value | None:
         """flat < size; None where the blocks tile the size exactly (no lane is out of
         bounds), so that loads and stores carry no predicate and reductions no select."""
         if exact:
             return None
-        return self.arith(
-            "arith.cmpi", flat, self.const(size, self.offset_type), {"predicate": _predicate(CMPI_SLT)}
-        ).value
+        return self.arith("arith.cmpi", flat, self.size(size), {"predicate": _predicate(CMPI_SLT)}).value
 
     def keep_in_bounds(self, value: ir.Value, identity: ir.Value) -> ir.Value:
         """Out-of-bounds lanes of a tile to be reduced hold the combiner's identity."""
@@ -227,8 +287,8 @@ class TileEmitter:
     def offsets(self, indices: list[Tiled], memory: Memory) -> Tiled:
         total: Tiled | None = None
         for index, stride in zip(indices, memory.strides, strict=True):
-            if stride != 0:
-                term = index if stride == 1 else self.arith("arith.muli", index, self.const(stride, self.offset_type))
+            if not known(stride, 0):
+                term = index if known(stride, 1) else self.arith("arith.muli", index, self.size(stride))
                 total = term if total is None else self.arith("arith.addi", total, term)
         return total or self.const(0, self.offset_type)
 
@@ -237,8 +297,10 @@ class TileEmitter:
         is a suffix of the flattened P (or R) dims, laid out contiguously, is the flat
         index itself (modulo the run's size): Triton then sees contiguous addresses
         and vectorizes."""
-        items = [(e, n, st) for e, n, st in zip(amap.results, memory.shape, memory.strides, strict=True) if n != 1]
-        runs = {k: [d for d in dims if self.plan.ranges[d] != 1] for k, dims in self.flat_dims.items()}
+        items = [
+            (e, n, st) for e, n, st in zip(amap.results, memory.shape, memory.strides, strict=True) if not known(n, 1)
+        ]
+        runs = {k: [d for d in dims if not known(self.plan.ranges[d], 1)] for k, dims in self.flat_dims.items()}
         total: Tiled | None = None
         i = len(items)
         while i > 0:
@@ -247,12 +309,12 @@ class TileEmitter:
                 size = math.prod(n for _, n, _ in items[i - length : i])
                 term = self.flat[kind]
                 if length < len(runs[kind]):
-                    term = self.arith("arith.remsi", term, self.const(size, self.offset_type))
+                    term = self.arith("arith.remsi", term, self.size(size))
             else:
                 term, length = self.affine(items[i - 1][0]), 1
             stride = items[i - 1][2]
-            if stride != 1:
-                term = self.arith("arith.muli", term, self.const(stride, self.offset_type))
+            if not known(stride, 1):
+                term = self.arith("arith.muli", term, self.size(stride))
             total = term if total is None else self.arith("arith.addi", total, term)
             i -= length
         return total or self.const(0, self.offset_type)
@@ -265,9 +327,13 @@ class TileEmitter:
             while length < min(len(dims), len(items)):
                 expr, size, stride = items[-1 - length]
                 dim = dims[-1 - length]
-                if not isinstance(expr, ir.AffineDimExpr) or expr.position != dim or size != self.plan.ranges[dim]:
+                if (
+                    not isinstance(expr, ir.AffineDimExpr)
+                    or expr.position != dim
+                    or not _same(size, self.plan.ranges[dim])
+                ):
                     break
-                if length and stride != items[-length][2] * items[-length][1]:
+                if length and not _same(stride, items[-length][2] * items[-length][1]):
                     break  # not contiguous with the inner part of the run
                 length += 1
             if length:
@@ -277,8 +343,8 @@ class TileEmitter:
     def address(self, tensor: ir.Value, offsets: Tiled) -> ir.Value:
         memory = self.memory[tensor]
         base = memory.pointer
-        if memory.offset:
-            base = tt.addptr(base, tt.scalar_constant(memory.offset, self.offset_type))
+        if not known(memory.offset, 0):
+            base = tt.addptr(base, self.size(memory.offset).value)
         if offsets.kind == "s":
             return tt.addptr(base, offsets.value)
         return tt.addptr(tt.splat(base, self.shape(offsets.kind)), offsets.value)
@@ -289,7 +355,8 @@ class TileEmitter:
         # hint, as Inductor gives its reductions' loads: on an H100, softmax and layer
         # norm over 16384x4096 ran 0.4-1% faster with it (0.1822 -> 0.1815 ms, L2
         # flushed before each call), and evict-first was 1% slower.
-        shared = offsets.kind in ("r", "s") and self.plan.size_p > self.plan.block_p
+        size_p = self.plan.size_p
+        shared = offsets.kind in ("r", "s") and (not is_static(size_p) or int(size_p) > self.plan.block_p)
         evict = tt.EVICT_LAST if shared or self.row_group else None
         value = tt.load(self.address(tensor, offsets), self.mask(offsets.kind), evict=evict)
         if isinstance(tt.element_of(tensor), ir.IntegerType) and ir.IntegerType(tt.element_of(tensor)).width == 1:
@@ -467,13 +534,13 @@ class TileEmitter:
                 values[arg] = self.read_operand(operand, amap)
         return values
 
-    def start(self, pid: Tiled, block: int, kind: str, size: int) -> Tiled:
+    def start(self, pid: Tiled, block: int, kind: str, size: Size) -> Tiled:
         """Block `pid`'s flat indices along `kind` (of `size` in all) and their mask."""
         if self.plan.wide_offsets:
             pid = self.cast(pid, self.i64)
         first = self.arith("arith.muli", pid, self.const(block, self.offset_type))
         flat = self.flat_index(first.value, block, kind)
-        self.masks[kind] = self.bound_mask(flat, size, exact=size % block == 0)
+        self.masks[kind] = self.bound_mask(flat, size, exact=divides(block, size))
         self.flat[kind] = flat
         return flat
 
@@ -526,12 +593,12 @@ class TileEmitter:
         identity = self.identity(combine, element)
         acc0 = self.to_kind(identity, "t")
         index = self.offset_type
-        bounds = [tt.scalar_constant(v, index) for v in (0, self.plan.size_r, self.plan.block_r)]
+        bounds = [self.size(v).value for v in (0, self.plan.size_r, self.plan.block_r)]
         loop = tt.create("scf.for", [*bounds, acc0], [acc0.type], regions=1)
         block = loop.regions[0].blocks.append(index, acc0.type)
         with ir.InsertionPoint(block):
             flat_r = self.flat_index(block.arguments[0], self.plan.block_r, "r")
-            self.masks["r"] = self.bound_mask(flat_r, self.plan.size_r, self.plan.size_r % self.plan.block_r == 0)
+            self.masks["r"] = self.bound_mask(flat_r, self.plan.size_r, divides(self.plan.block_r, self.plan.size_r))
             self.flat["r"] = flat_r
             self.masks.pop("t", None)
             self.unflatten(flat_r, self.plan.reduction)

@@ -4,6 +4,7 @@ mlirc      --mlirc-stage-linalg-->  linalg   --mlirc-stage-kernels-->  kernels
 kernels    --mlirc-stage-cpu-fusion-->  kernels, row groups fused into row loops (CPU)
 kernels    --mlirc-stage-cpu-->     LLVM dialect (the kernels alone: the entry stays host-side)
 LLVM dialect  --mlirc-opt --emit-llvm-->  LLVM IR (what llvmlite compiles)
+kernels    --mlirc-stage-gpu-fusion-->  kernels, GEMMs planned and row groups fused (GPU)
 kernels    --mlirc-stage-gpu-->     Triton TTIR (a nested module per kernel)
 """
 
@@ -126,7 +127,8 @@ CPU = [
 ]
 # Named ops (pooling, non-library contractions) become generics: the tt lowering
 # tiles any generic, reading operands through their indexing maps.
-GPU = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)", "mlirc-gpu-lower-to-tt"]
+GPU_FUSION = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)"]
+GPU = ["mlirc-gpu-lower-to-tt"]
 
 # A symbolic graph's module is bound at each size after the last stage that compiles
 # `?` dims (frontend/compile.py SymbolicRegion); then that stage runs again for what
@@ -146,6 +148,7 @@ STAGES: dict[str, list[str]] = {
     "kernels": KERNELS,
     "cpu-fusion": CPU_FUSION,
     "cpu": CPU,
+    "gpu-fusion": GPU_FUSION,
     "gpu": GPU,
 }
 
@@ -163,7 +166,10 @@ register_pipeline(
     ["mlirc-cpu-drop-host", "mlirc-cpu-vectorize", "mlirc-cpu-masked-reductions", *CPU_BUFFERIZE],
 )
 register_pipeline("mlirc-stage-cpu", "Stage: a kernels module -> LLVM dialect for the host CPU", CPU)
-register_pipeline("mlirc-stage-gpu", "Stage: a kernels module -> Triton TTIR, one nested module per kernel", GPU)
+register_pipeline(
+    "mlirc-stage-gpu-fusion", "Stage: GPU GEMM plans and row fusion of a kernels module (entry included)", GPU_FUSION
+)
+register_pipeline("mlirc-stage-gpu", "Stage: a gpu-fusion module -> Triton TTIR, one nested module per kernel", GPU)
 
 
 def configured(stage: str, options: Mapping[str, Any]) -> str:

@@ -84,5 +84,5 @@ def test_passes_get_the_config_as_options(monkeypatch):
     monkeypatch.setattr(config, "gpu_gemm", "generated")
     options = pass_options()
     assert configured("cpu", options) == "mlirc-stage-cpu{vector-bytes=16 parallel-min-kib=-1}"
-    assert configured("gpu", options) == "mlirc-stage-gpu{mode=generated}"
+    assert configured("gpu-fusion", options) == "mlirc-stage-gpu-fusion{mode=generated}"
     assert configured("linalg", options) == "mlirc-stage-linalg"

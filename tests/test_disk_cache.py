@@ -49,7 +49,7 @@ def test_unusable_cache_folder(tmp_path):
 def test_swapped_ttir_files_compile_as_themselves(tmp_path, monkeypatch):
     """Two kernels' cache files swapped: each still gets its own text."""
     monkeypatch.setattr(config, "cache_dir", str(tmp_path))
-    a, b = TritonKernel("k", "text of a", (1, 1, 1), 4), TritonKernel("k", "text of b", (1, 1, 1), 4)
+    a, b = TritonKernel("k", "text of a", 4), TritonKernel("k", "text of b", 4)
     path_a, path_b = ttir_file(a), ttir_file(b)
     path_a.write_text("text of b")
     path_b.write_text("")

@@ -80,7 +80,7 @@ def test_ttir_compiles_for_sm90(case, tmp_path, monkeypatch):
         context = make_context()
         with context:
             module = ir.Module.parse(text)
-            run_passes(module, STAGES["gpu"], stage="mlirc-stage-gpu")
+            run_passes(module, [*STAGES["gpu-fusion"], *STAGES["gpu"]], stage="mlirc-stage-gpu")
             module.operation.verify()
             kernels = triton_kernels(module)
         generated = text.count("attributes {mlirc.kernel}")
@@ -109,7 +109,7 @@ def test_gemm_lowers_to_tt_dot(case, tmp_path, monkeypatch):
     (text,) = _kernels_ir(fn, [torch.randn(s, dtype=dtype) for s in shapes], tmp_path)
     with make_context():
         module = ir.Module.parse(text)
-        run_passes(module, ["mlirc-stage-gpu{mode=generated}"], stage="mlirc-stage-gpu")
+        run_passes(module, ["mlirc-stage-gpu-fusion{mode=generated}", "mlirc-stage-gpu"], stage="mlirc-stage-gpu")
         module.operation.verify()
         kernels = triton_kernels(module)
     gemms = [k for k in kernels if k.name.startswith("matmul_")]
@@ -129,7 +129,7 @@ def test_transpose_kernel_is_a_copy(tmp_path, monkeypatch):
     texts = _kernels_ir(lambda x: x.transpose(0, 1).contiguous() * 1, [torch.randn(5, 7, 3)], tmp_path)
     with make_context():
         module = ir.Module.parse(texts[0])
-        run_passes(module, STAGES["gpu"], stage="mlirc-stage-gpu")
+        run_passes(module, [*STAGES["gpu-fusion"], *STAGES["gpu"]], stage="mlirc-stage-gpu")
         (kernel,) = triton_kernels(module)
     assert '"tt.store"' in kernel.ttir
 
@@ -143,7 +143,7 @@ def test_row_group_reads_each_input_once(rows, tmp_path, monkeypatch):
     texts = _kernels_ir(lambda x, w, b: F.layer_norm(x, (256,), w, b), args, tmp_path)
     with make_context():
         module = ir.Module.parse(texts[0])
-        run_passes(module, STAGES["gpu"], stage="mlirc-stage-gpu")
+        run_passes(module, [*STAGES["gpu-fusion"], *STAGES["gpu"]], stage="mlirc-stage-gpu")
         (kernel,) = triton_kernels(module)
     loads = [line for line in kernel.ttir.splitlines() if '"tt.load"' in line]
     # x's rows, weight, bias, and each row's first element: traced on the CPU, the
@@ -168,6 +168,50 @@ def test_whole_models_lower_to_ttir(tmp_path):
             for text in _kernels_ir(model, [x], tmp_path):
                 with make_context():
                     module = ir.Module.parse(text)
-                    run_passes(module, STAGES["gpu"], stage="mlirc-stage-gpu")
+                    run_passes(module, [*STAGES["gpu-fusion"], *STAGES["gpu"]], stage="mlirc-stage-gpu")
                     assert triton_kernels(module)
     torch.backends.mha.set_fastpath_enabled(fastpath)
+
+
+SYMBOLIC = {
+    "pointwise_norms": (
+        lambda x, w, b: (F.layer_norm(torch.relu(x * 2 + 1), (64,), w, b), (x * 2).sum(0), x.softmax(-1)),
+        lambda n: [torch.randn(n, n + 2, 64), torch.randn(64), torch.randn(64)],
+    ),
+    "rows_of_runtime_length": (lambda x: (x * 2).softmax(-1), lambda n: [torch.randn(3, n + 5)]),
+    "outer_sum": (lambda x: (x * 2).sum(0), lambda n: [torch.randn(n, n + 3)]),
+    "attention": (lambda q, k: torch.softmax(q @ k.transpose(-1, -2) / 4, -1), lambda n: [torch.randn(2, n, 16)] * 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SYMBOLIC))
+def test_kernels_of_symbolic_sizes_compile_for_sm90(case, tmp_path, monkeypatch):
+    """A symbolic graph's kernels lowered once for every size: each takes its
+    buffers' `?` sizes as i64 arguments after its pointers and declares its grid
+    as an expression of them, and Triton compiles each (the symbolic import is the
+    CPU's, retargeted: the mlirc stage is device-neutral)."""
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
+    fn, make = SYMBOLIC[case]
+    config.dump_dir = str(tmp_path)
+    try:
+        compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+        compiled(*make(3))
+        compiled(*make(5))
+    finally:
+        config.dump_dir = None
+    texts = [open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.mlirc.mlir"))]
+    assert texts and mlirc.stats().symbolic_imports >= 1, mlirc.stats().summary()
+    dynamic = 0
+    with make_context():
+        for text in texts:
+            module = ir.Module.parse(text.replace('mlirc.target = "cpu"', 'mlirc.target = "cuda"'))
+            stages = [*STAGES["linalg"], *STAGES["kernels"], *STAGES["gpu-fusion"], *STAGES["gpu"]]
+            run_passes(module, stages, stage="mlirc-stage-gpu")
+            declarations = [op for op in module.body.operations if "mlirc.gpu.ttir" in op.attributes]
+            for op in declarations:
+                sized = "mlirc.size_args" in op.attributes
+                assert sized == ("mlirc.gpu.grid_size" in op.attributes) != ("mlirc.gpu.grid" in op.attributes)
+                dynamic += sized
+            for kernel in triton_kernels(module):
+                assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
+    assert dynamic >= 1

@@ -353,6 +353,33 @@ def test_one_wrapper_serves_every_size_without_a_compile(name, monkeypatch):
     assert stats.symbolic_unbound_sizes >= len(sizes), stats.summary()
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_one_cuda_wrapper_serves_every_size_without_a_compile(name, monkeypatch):
+    """The same on a GPU: Triton kernels take their sizes as arguments and their
+    grids are computed at launch (passes/gpu_lower_to_tt.py), so after the graph's
+    first compile a new size runs no triton.compile, and no size runs eagerly."""
+    from mlirc.backends.gpu import compiler
+
+    make_model, make_input = MODELS[name]
+    model = make_model().cuda().eval()
+    compiles = []
+    compile_ttir = compiler.compile_ttir
+    monkeypatch.setattr(compiler, "compile_ttir", lambda *a, **k: compiles.append(1) or compile_ttir(*a, **k))
+    monkeypatch.setattr(config, "dynamic_sizes", 2)
+    compiled = torch.compile(model, backend="mlirc", dynamic=True)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # "new sizes run eagerly" would raise
+        for i, n in enumerate((2, 3, 7, 16, 17, 64, 5, 9)):
+            x = make_input(n).cuda()
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+            if i == 0:
+                first = len(compiles)
+    stats = mlirc.stats()
+    assert len(compiles) == first and stats.symbolic_binds == 0, stats.summary()
+    assert stats.symbolic_every_size == stats.symbolic_imports >= 1 and stats.fallback_nodes == 0, stats.summary()
+
+
 def test_a_size_outside_the_wrappers_assumptions_is_compiled_on_its_own():
     """The wrapper for every size holds the symbolic lowering's assumptions (a
     softmax over a `?` length compiled unsplit, for lengths up to 2048): a size

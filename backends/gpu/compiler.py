@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from mlir.dialects import func
 
 from mlirc.backends import disk_cache
 from mlirc.config import config
-from mlirc.dialects.attributes import GRID_ATTR, STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
+from mlirc.dialects.attributes import STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
 from mlirc.errors import PipelineError
 
 log = logging.getLogger(__name__)
@@ -32,7 +31,6 @@ class TritonKernel:
 
     name: str
     ttir: str
-    grid: tuple[int, int, int]
     num_warps: int
     num_stages: int | None = None  # software pipelining depth of a loop (GEMMs); Triton's default else
 
@@ -41,24 +39,24 @@ def cache_dir() -> Path:
     return Path(config.cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "mlirc"))
 
 
-def triton_kernels(module: ir.Module) -> list[TritonKernel]:
+def triton_kernels(module: ir.Module | ir.Operation) -> list[TritonKernel]:
+    body = module.operation.regions[0].blocks[0]
     nested = {
         ir.StringAttr(op.attributes["sym_name"]).value: op
-        for op in module.body.operations
+        for op in body.operations
         if op.operation.name == "builtin.module" and "sym_name" in op.attributes
     }
     kernels = []
-    for op in module.body.operations:
+    for op in body.operations:
         if not (isinstance(op, func.FuncOp) and TTIR_ATTR in op.attributes):
             continue
         ttir_module = nested.get(ir.StringAttr(op.attributes[TTIR_ATTR]).value)
         if ttir_module is None:
             raise PipelineError("mlirc-triton-compile", f"kernel @{op.sym_name.value} has no TTIR module")
         text = ttir_module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
-        grid = tuple(ir.DenseI64ArrayAttr(op.attributes[GRID_ATTR]))
         warps = ir.IntegerAttr(op.attributes[WARPS_ATTR]).value
         stages = ir.IntegerAttr(op.attributes[STAGES_ATTR]).value if STAGES_ATTR in op.attributes else None
-        kernels.append(TritonKernel(op.sym_name.value, text, grid, warps, stages))  # type: ignore[arg-type]
+        kernels.append(TritonKernel(op.sym_name.value, text, warps, stages))
     return kernels
 
 
@@ -96,16 +94,16 @@ def compile_ttir(kernel: TritonKernel, target: object):
 
 class Launcher:
     """One compiled kernel's launch handles.  The GPU wrapper calls `run` (Triton's
-    generated launcher) itself with the grid baked into its code, skipping the
-    per-call closure and stream lookup of `CompiledKernel.__getitem__`."""
+    generated launcher) itself with the grid in its code (a constant, or an
+    expression of the call's sizes), skipping the per-call closure and stream
+    lookup of `CompiledKernel.__getitem__`."""
 
-    __slots__ = ("name", "grid", "run", "function", "metadata", "compiled")
+    __slots__ = ("name", "run", "function", "metadata", "compiled")
 
-    def __init__(self, name: str, compiled: object, grid: tuple[int, int, int]) -> None:
+    def __init__(self, name: str, compiled: object) -> None:
         compiled._init_handles()  # type: ignore[attr-defined]
         self.name = name
         self.compiled = compiled  # owns the module handle
-        self.grid = grid
         self.run = compiled.run  # type: ignore[attr-defined]
         self.function = compiled.function  # type: ignore[attr-defined]
         self.metadata = compiled.packed_metadata  # type: ignore[attr-defined]
@@ -117,7 +115,7 @@ def current_target() -> object:
     return triton.runtime.driver.active.get_current_target()
 
 
-def compile_module(module: ir.Module, target: object | None = None) -> dict[str, Callable]:
+def compile_module(module: ir.Module | ir.Operation, target: object | None = None) -> dict[str, Launcher]:
     """Launchers for every Triton kernel of a gpu-stage module (needs a GPU)."""
     target = target or current_target()
-    return {k.name: Launcher(k.name, compile_ttir(k, target), k.grid) for k in triton_kernels(module)}
+    return {k.name: Launcher(k.name, compile_ttir(k, target)) for k in triton_kernels(module)}

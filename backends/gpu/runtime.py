@@ -5,11 +5,17 @@ Inductor's wrapper does.
 Each launch line calls Triton's launcher with the kernel's grid, function handle
 and metadata bound as constants of the generated code, so a launch costs one
 Python call; kernels with an empty grid (0-size tensors) are left out entirely.
+A kernel of run-time sizes (passes/gpu_lower_to_tt.py) takes its buffers' sizes
+after them and its grid is an expression of those sizes: constants in a bound
+wrapper, expressions of the call's sizes in the wrapper for every size, whose
+launch is skipped where the grid is empty.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from mlir import ir
@@ -18,7 +24,7 @@ from mlir.dialects import func
 from mlirc.backends.gpu.compiler import Launcher
 from mlirc.backends.host_wrapper import WrapperBuilder, wrapper_scope
 from mlirc.dialects import tt
-from mlirc.dialects.attributes import GRID_ATTR
+from mlirc.dialects.attributes import GRID_ATTR, GRID_SIZE_ATTR, ORIGIN_ATTR, SIZE_ARGS_ATTR
 from mlirc.passes.ir_utils import entry_functions
 
 
@@ -45,14 +51,36 @@ class GpuWrapperBuilder(WrapperBuilder):
         self.lines.append(f"    torch._assert_async({flag}, {(check.error + ': ' + check.message)!r})")
 
     def emit_kernel_call(self, op: ir.Operation, callee: str, buffers: list[str]) -> None:
-        gx, gy, gz = ir.DenseI64ArrayAttr(self.kernels[callee].attributes[GRID_ATTR])
-        if gx * gy * gz == 0:
-            return
-        buffers = [b if self.aligned(b, tt.ALIGNMENT) else f"aligned({b})" for b in buffers]
+        kernel = self.kernels[callee]
+        sizes: list[str] = []
+        if SIZE_ARGS_ATTR in kernel.attributes:
+            values = [*op.operands, *op.results]
+            pairs = list(ir.DenseI64ArrayAttr(kernel.attributes[SIZE_ARGS_ATTR]))
+            sizes = [self.size_text(self.shape_of(values[k])[d]) for k, d in zip(pairs[::2], pairs[1::2], strict=True)]
+            grid = _grid_text(ir.StringAttr(kernel.attributes[GRID_SIZE_ATTR]).value, sizes)
+        else:
+            grid = ", ".join(map(str, ir.DenseI64ArrayAttr(kernel.attributes[GRID_ATTR])))
+        if all(part.isdigit() for part in grid.split(", ")):  # known now: an empty grid is no launch
+            if 0 in map(int, grid.split(", ")):
+                return
+            indent = "    "
+        else:
+            self.lines.append(f"    grid = ({grid})")
+            self.lines.append("    if grid[0] * grid[1] * grid[2]:")
+            grid, indent = "*grid", "        "
+        buffers = [b if b in self.integers or self.aligned(b, tt.ALIGNMENT) else f"aligned({b})" for b in buffers]
         k = f"k_{callee}"
-        self.lines.append(
-            f"    {k}.run({gx}, {gy}, {gz}, stream, {k}.function, {k}.metadata, None, None, None, {', '.join(buffers)})"
-        )
+        arguments = ", ".join([*buffers, *sizes])
+        self.lines.append(f"{indent}{k}.run({grid}, stream, {k}.function, {k}.metadata, None, None, None, {arguments})")
+
+
+def _grid_text(expression: str, sizes: list[str]) -> str:
+    """The grid of a kernel of run-time sizes, its size arguments `n<i>` replaced by
+    the call's sizes; folded to constants where those are."""
+    text = re.sub(r"\bn(\d+)\b", lambda m: f"({sizes[int(m.group(1))]})", expression)
+    if all(s.lstrip("-").isdigit() for s in sizes):
+        return ", ".join(str(int(v)) for v in eval(f"({text},)", {"__builtins__": {}}))  # noqa: S307 - our own arithmetic
+    return text
 
 
 def aligned(x: torch.Tensor) -> torch.Tensor:
@@ -74,14 +102,49 @@ def _on_device(call: Callable, index: int) -> Callable:
     return call_on_device
 
 
+@dataclass
+class GpuKernels:
+    """A module's Triton kernels: their launchers, and the gpu-stage module whose
+    declarations carry each launch (grid, warps, size arguments)."""
+
+    launchers: dict[str, Launcher]
+    module: ir.Operation
+
+    def declarations(self) -> dict[str, func.FuncOp]:
+        return _functions(self.module)
+
+
+def _functions(module: ir.Operation) -> dict[str, func.FuncOp]:
+    body = module.operation.regions[0].blocks[0]
+    return {op.sym_name.value: op for op in body.operations if isinstance(op, func.FuncOp)}
+
+
 def build_wrapper(
-    module: ir.Module, launchers: dict[str, Launcher], result_dtypes: list[torch.dtype], device: torch.device
-) -> tuple[Callable, str]:
+    module: ir.Module,
+    compiled: GpuKernels,
+    result_dtypes: list[torch.dtype],
+    device: torch.device,
+    builder: Callable[..., GpuWrapperBuilder] = GpuWrapperBuilder,
+    finish: Callable[[str], str] = lambda source: source,
+    extra_scope: dict | None = None,
+) -> tuple[Callable, str, dict]:
+    """(call, source, scope): the wrapper of `module`'s entry (a gpu-fusion module,
+    bound or not) launching `compiled`'s kernels.  `builder(entry, result_dtypes,
+    kernels)` makes the entry's builder, `finish` edits the source, `extra_scope`
+    adds names."""
     entry = entry_functions(module.body)[0]
-    kernels = {op.sym_name.value: op for op in module.body.operations if isinstance(op, func.FuncOp)}
-    source = GpuWrapperBuilder(entry, result_dtypes, kernels).build()
+    declarations, launchers = compiled.declarations(), dict(compiled.launchers)
+    kernels = _functions(module)
+    for name, kernel in list(kernels.items()):  # a copy the binding made launches its original
+        origin = ir.StringAttr(kernel.attributes[ORIGIN_ATTR]).value if ORIGIN_ATTR in kernel.attributes else name
+        if origin in declarations:
+            kernels[name] = declarations[origin]
+        if name not in launchers and origin in launchers:
+            launchers[name] = launchers[origin]
+    source = finish(builder(entry, result_dtypes, kernels).build())
     index = device.index if device.index is not None else torch.cuda.current_device()
     scope = {
+        **(extra_scope or {}),
         **wrapper_scope(torch.device("cuda", index)),
         **{f"k_{name}": launcher for name, launcher in launchers.items()},
         "device_index": index,
@@ -89,4 +152,4 @@ def build_wrapper(
         "get_stream": torch._C._cuda_getCurrentRawStream,
     }
     exec(compile(source, "<mlirc-gpu-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
-    return _on_device(scope["call"], index), source
+    return _on_device(scope["call"], index), source, scope

@@ -54,6 +54,43 @@ func.func @kernel_2(%x: tensor<7x33xi32>) -> tensor<7x33xi32> attributes {mlirc.
   return %r : tensor<7x33xi32>
 }
 
+// A kernel of `?` dims (a symbolic graph's, compiled once for every size) takes its
+// buffers' `?` sizes after its pointers (inputs, then results: n0 is %x's rows, n1
+// the result's); the two are one size (the generic's loop dim), the grid is their
+// expression for the host, and offsets are i64.
+// CHECK-LABEL: func.func private @kernel_3(tensor<?x33xf32>, tensor<33xf32>) -> tensor<?x33xf32>
+// CHECK-SAME: mlirc.gpu.grid_size = "(1023 + 33*n0) // 1024, 1, 1"
+// CHECK-SAME: mlirc.size_args = array<i64: 0, 0, 2, 0>
+func.func @kernel_3(%x: tensor<?x33xf32>, %b: tensor<33xf32>) -> tensor<?x33xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x33xf32>
+  %e = tensor.empty(%n) : tensor<?x33xf32>
+  %r = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<?x33xf32>, tensor<33xf32>) outs(%e : tensor<?x33xf32>) {
+  ^bb0(%a: f32, %c: f32, %out: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<?x33xf32>
+  return %r : tensor<?x33xf32>
+}
+
+// Rows of run-time length: the loop over a row runs to its length, in 512-wide steps.
+// CHECK-LABEL: func.func private @kernel_4(tensor<?x?xf32>) -> tensor<?xf32>
+// CHECK-SAME: mlirc.gpu.grid_size = "(7 + n0) // 8, 1, 1"
+// CHECK-SAME: mlirc.size_args = array<i64: 0, 0, 0, 1, 1, 0>
+func.func @kernel_4(%x: tensor<?x?xf32>) -> tensor<?xf32> attributes {mlirc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<?x?xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s = arith.addf %a, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
 // The host entry is untouched: it still calls the (now declared) kernels.
 // CHECK-LABEL: func.func @main
 // CHECK: call @kernel_0
@@ -104,6 +141,18 @@ func.func @main(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> (tensor<7x33xf32>, 
 // CHECK: %[[SHIELDED:.*]] = arith.addi %[[N]], %[[ZS]] : tensor<256xi32>
 // CHECK: %[[THREE:.*]] = "tt.splat"(%c3_i32)
 // CHECK: arith.maxsi %[[SHIELDED]], %[[THREE]] : tensor<256xi32>
+
+// CHECK-LABEL: module @kernel_3_ttir
+// CHECK: ^bb0(%{{.*}}: !tt.ptr<f32>, %{{.*}}: !tt.ptr<f32>, %{{.*}}: !tt.ptr<f32>, %[[N0:.*]]: i64, %{{.*}}: i64):
+// CHECK: arith.muli %{{.*}}, %[[N0]] : i64
+// CHECK: "tt.make_range"() {end = 1024 : i32, start = 0 : i32}
+// CHECK: arith.extsi %{{.*}} : tensor<1024xi32> to tensor<1024xi64>
+// CHECK: arith.cmpi slt, %{{.*}}, %{{.*}} : tensor<1024xi64>
+// CHECK: {arg_attrs = [{tt.divisibility = 16 : i32}, {tt.divisibility = 16 : i32}, {tt.divisibility = 16 : i32}, {}, {}]
+
+// CHECK-LABEL: module @kernel_4_ttir
+// CHECK: ^bb0(%{{.*}}: !tt.ptr<f32>, %{{.*}}: !tt.ptr<f32>, %{{.*}}: i64, %[[COLS:.*]]: i64, %{{.*}}: i64):
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[COLS]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<8x512xf32>)  : i64
 
 // GENERIC: "builtin.module"() <{sym_name = "{{(kernel|rows)_0_ttir}}"}>
 // GENERIC: "tt.func"()

@@ -1,7 +1,7 @@
 // RUN: mlirc-opt %s -p 'mlirc-gpu-matmul{mode=generated}' | FileCheck %s
 // RUN: mlirc-opt %s -p 'mlirc-gpu-matmul{mode=extern}' | FileCheck %s --check-prefix=EXTERN
 // RUN: mlirc-opt %s -p mlirc-gpu-matmul | FileCheck %s --check-prefix=EXTERN
-// RUN: mlirc-opt %s -p 'mlirc-stage-gpu{mode=generated}' --mlir-print-generic | FileCheck %s --check-prefix=TT
+// RUN: mlirc-opt %s -p 'mlirc-stage-gpu-fusion{mode=generated},mlirc-stage-gpu' --mlir-print-generic | FileCheck %s --check-prefix=TT
 
 // A bf16 linear layer, GELU and a residual: the weight's transpose view, the GEMM
 // and its epilogue kernel become one kernel @matmul_0 (M = 2x5 split by a reshape).

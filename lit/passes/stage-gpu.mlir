@@ -1,6 +1,6 @@
-// RUN: mlirc-opt %s -p mlirc-stage-gpu | FileCheck %s
+// RUN: mlirc-opt %s -p mlirc-stage-gpu-fusion,mlirc-stage-gpu | FileCheck %s
 
-// The GPU stage on softmax's kernels: the four become one row group (whole rows in
+// The GPU stages on softmax's kernels: the four become one row group (whole rows in
 // registers: a max and a sum as tt.reduce, one store), declared with its launch, its
 // TTIR in a nested module; the entry still calls it.
 // CHECK-LABEL: func.func private @rows_0(tensor<3x5xf32>) -> tensor<3x5xf32>
