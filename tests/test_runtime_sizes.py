@@ -298,17 +298,21 @@ def test_one_llvm_compile_per_graph_serves_every_size(name, monkeypatch):
     assert stats.symbolic_shared == stats.symbolic_imports >= 1 and stats.fallback_nodes == 0, stats.summary()
 
 
-def test_a_hot_size_is_compiled_on_its_own_and_timed(monkeypatch):
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_hot_size_is_compiled_on_its_own_and_timed(device, monkeypatch):
     """A size called HOT_CALLS times is compiled for itself too, timed on the call's
     arguments, and the faster serves it; a size called less stays where it is.  Two
     steps in that call: from the wrapper for every size to a wrapper bound to the size
     (its GEMMs timed, its weights packed, its scratch kept), then from that to the
     size's own kernels.  Answers are eager's throughout."""
     monkeypatch.setattr(hot_sizes, "HOT_CALLS", 3)
-    model = Block().eval()
+    model = Block().to(device).eval()
     compiled = torch.compile(model, backend="mlirc", dynamic=True)
     with torch.no_grad():
-        for x in [torch.randn(5, 7, 16) for _ in range(5)] + [torch.randn(6, 7, 16)]:
+        for x in [torch.randn(5, 7, 16, device=device) for _ in range(5)] + [torch.randn(6, 7, 16, device=device)]:
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     stats = mlirc.stats()
     # size 5, at its 3rd call: bound, and (where that won) its own kernels; size 6 stays
@@ -364,19 +368,19 @@ def test_one_cuda_wrapper_serves_every_size_without_a_compile(name, monkeypatch)
     make_model, make_input = MODELS[name]
     model = make_model().cuda().eval()
     compiles = []
-    compile_ttir = compiler.compile_ttir
-    monkeypatch.setattr(compiler, "compile_ttir", lambda *a, **k: compiles.append(1) or compile_ttir(*a, **k))
+    compile_module = compiler.compile_module
+    monkeypatch.setattr(compiler, "compile_module", lambda *a, **k: compiles.append(1) or compile_module(*a, **k))
     monkeypatch.setattr(config, "dynamic_sizes", 2)
+    counters.clear()
     compiled = torch.compile(model, backend="mlirc", dynamic=True)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # "new sizes run eagerly" would raise
-        for i, n in enumerate((2, 3, 7, 16, 17, 64, 5, 9)):
+        for n in (2, 3, 7, 16, 17, 64, 5, 9):
             x = make_input(n).cuda()
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-            if i == 0:
-                first = len(compiles)
-    stats = mlirc.stats()
-    assert len(compiles) == first and stats.symbolic_binds == 0, stats.summary()
+    stats, graphs = mlirc.stats(), counters["stats"]["unique_graphs"]
+    # one Triton compile per Dynamo graph (see the CPU's test above for why a model has several)
+    assert len(compiles) == graphs <= 3 and stats.symbolic_binds == 0, stats.summary()
     assert stats.symbolic_every_size == stats.symbolic_imports >= 1 and stats.fallback_nodes == 0, stats.summary()
 
 

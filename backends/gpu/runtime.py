@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 from mlir import ir
 from mlir.dialects import func
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from mlirc.backends.gpu.compiler import Launcher
 from mlirc.backends.host_wrapper import WrapperBuilder, wrapper_scope
@@ -141,8 +142,12 @@ def build_wrapper(
             kernels[name] = declarations[origin]
         if name not in launchers and origin in launchers:
             launchers[name] = launchers[origin]
-    source = finish(builder(entry, result_dtypes, kernels).build())
+    made = builder(entry, result_dtypes, kernels)
+    source = finish(made.build())
     index = device.index if device.index is not None else torch.cuda.current_device()
+    with unset_fake_temporarily():  # the compile runs under the tracer's fake mode
+        # the entry's constant operands (a bound size's from_elements), on the device
+        constants = {name: tensor.to(torch.device("cuda", index)) for name, tensor in made.constants.items()}
     scope = {
         **(extra_scope or {}),
         **wrapper_scope(torch.device("cuda", index)),
@@ -150,6 +155,7 @@ def build_wrapper(
         "device_index": index,
         "aligned": aligned,
         "get_stream": torch._C._cuda_getCurrentRawStream,
+        **constants,
     }
     exec(compile(source, "<mlirc-gpu-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
     return _on_device(scope["call"], index), source, scope
