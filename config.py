@@ -30,9 +30,12 @@ MLIRC_PROFILE=1      every kernel and library call runs inside a torch.profiler 
                      after it (benchmarks/cpu_profile.py; costs ~1 us a call)
 MLIRC_DYNAMIC_SIZES=n  a graph with symbolic sizes (dynamic=True, a second batch size) is
                      compiled at each new size it is called with, up to n sizes (default 16);
-                     further sizes run eagerly, with a warning -- except where one CPU
-                     wrapper serves every size: there n caps the hot sizes compiled on
-                     their own, and every size runs compiled (0: symbolic graphs run eagerly)
+                     further sizes run eagerly, with a warning -- except where one
+                     wrapper (CPU or GPU) serves every size: there n caps the hot sizes
+                     compiled on their own, and every size runs compiled (0: symbolic
+                     graphs run eagerly)
+MLIRC_RUNTIME_SIZES=0  a symbolic graph's kernels are compiled per size, not once for
+                     every size with their sizes as arguments (and no wrapper for every size)
 
 A value outside what a variable allows is one ConfigError at import, naming the
 variable and what it allows: a typo must not silently change (or break) every compile.

@@ -17,6 +17,7 @@ UnsupportedOpError: the caller then binds each size instead.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -126,11 +127,27 @@ class SymbolicSizes:
             dim = self._evaluate(op.operands[1], shape_of)
             if not isinstance(dim, int):
                 raise UnsupportedOpError(op.name, "a dim chosen at run time")
-            return shape_of(op.operands[0])[dim]
+            return self._dim(op.operands[0], dim, shape_of)
         rule = INDEX_OPS.get(op.name)
         if rule is None:
             raise UnsupportedOpError(op.name, "index arithmetic the wrapper for every size cannot evaluate")
         return rule(*(self._evaluate(v, shape_of) for v in op.operands))
+
+    def _dim(self, value: ir.Value, dim: int, shape_of: Callable[[ir.Value], list[Size]]) -> Size:
+        """A `?` dim of `value`; of a reshape or an empty tensor the reification left
+        (MLIR folds no dim of an expand_shape), from its operands."""
+        op = _owner(value)
+        t = ir.RankedTensorType(value.type)
+        if not t.is_dynamic_dim(dim):
+            return t.shape[dim]
+        if op is not None and op.name in ("tensor.expand_shape", "tensor.empty"):
+            sizes = list(op.operands)[1:] if op.name == "tensor.expand_shape" else list(op.operands)
+            position = sum(t.is_dynamic_dim(d) for d in range(dim))
+            return self._evaluate(sizes[position], shape_of)
+        if op is not None and op.name == "tensor.collapse_shape":
+            group = list(ir.ArrayAttr(op.attributes["reassociation"])[dim])
+            return math.prod(self._dim(op.operands[0], ir.IntegerAttr(d).value, shape_of) for d in group)
+        return shape_of(value)[dim]
 
     def _reify(self, module: ir.Module) -> None:
         """Every `?` dim of every op result in the entry, through a copy of the
