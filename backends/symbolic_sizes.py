@@ -1,6 +1,6 @@
 """The `?` sizes of a host entry's values as expressions of the graph's symbols.
 
-A symbolic graph's host wrapper for every size (backends/cpu/symbolic_wrapper.py)
+A symbolic graph's host wrapper for every size (backends/symbolic_wrapper.py)
 allocates and views buffers whose sizes are only known per call.  Each `?` dim of a
 value in the entry -- an argument's, a kernel result's, a reshape's -- is worked out
 here once, at build time, as a SymInt of Dynamo's shape environment (`s0 * 16`,

@@ -39,9 +39,8 @@ PARALLEL_ATTR = "mlirc.parallel"  # on kernel_N_parallel: array<i64: step> of th
 TTIR_ATTR = "mlirc.gpu.ttir"  # the nested module holding the kernel's TTIR
 ROWS_ATTR = "mlirc.gpu.rows"  # a row group's kernel: leading loop dims that are rows
 GRID_ATTR = "mlirc.gpu.grid"
-GRID_SIZE_ATTR = (
-    "mlirc.gpu.grid_size"  # the grid of a kernel of run-time sizes: Python, in its size arguments n0, n1...
-)
+# the grid of a kernel of run-time sizes: a Python expression of its size arguments n0, n1...
+GRID_SIZE_ATTR = "mlirc.gpu.grid_size"
 WARPS_ATTR = "mlirc.gpu.num_warps"
 STAGES_ATTR = "mlirc.gpu.num_stages"
 TILE_ATTR = "mlirc.gpu.tile"

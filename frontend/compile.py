@@ -439,7 +439,7 @@ class SymbolicRegion:
 
     def every_size(self, eager: Callable[[], list]) -> tuple[Callable, Callable[..., bool]] | None:
         """(call, fits): one host wrapper for every size over the kernels compiled for
-        every size (backends/cpu/symbolic_wrapper.py), and whether a call's sizes
+        every size (backends/symbolic_wrapper.py, CPU or GPU), and whether a call's sizes
         hold its size assertions; None where there are no such kernels or the
         wrapper needs a size's value (each size is then bound).  `eager()`: (shape,
         strides) per result, in Dynamo's SymInts (asked once, at the build).  Built once."""
@@ -519,10 +519,7 @@ class SymbolicRegion:
             except MlircError as err:
                 log.debug("%s: kernels for every size failed, compiled per size: %s", self.name, err)
                 return None
-            count = (
-                len(compiled.functions) if isinstance(compiled, codegen.CompiledKernels) else len(compiled.launchers)
-            )
-            lowered.shared = _SharedKernels(stage_ir[fusion], compiled, count)
+            lowered.shared = _SharedKernels(stage_ir[fusion], compiled, len(compiled.functions))
             stats().symbolic_shared += 1
         return lowered.shared
 

@@ -1,6 +1,6 @@
 """What a symbolic graph's wrapper for every size needs from the FX graph: each entry
 argument's sizes as Dynamo's SymInts, where the wrapper reads each symbol, and
-eager's results (backends/cpu/symbolic_wrapper.py builds the wrapper itself).
+eager's results (backends/symbolic_wrapper.py and its CPU and GPU builders make the wrapper).
 
 The entry of a symbolic module takes the graph's placeholders in order (tensors and
 SymInts), then the prepared values (passes/hoist_frozen.py), which are static.  A

@@ -1,8 +1,8 @@
 """Hot sizes: a size called often gets its own static compile, kept where it is faster.
 
-A symbolic graph's CPU kernels are compiled once for every size (they take their
-sizes as arguments, passes/cpu_size_args.py), and one host wrapper serves every size
-(backends/cpu/symbolic_wrapper.py), so a new size costs no compile.  A size of its
+A symbolic graph's kernels are compiled once for every size (they take their sizes
+as arguments: passes/cpu_size_args.py, passes/gpu_lower_to_tt.py), and one host wrapper serves every size
+(backends/symbolic_wrapper.py), so a new size costs no compile.  A size of its
 own can still be faster: a wrapper bound to it times its GEMMs, packs its weights and
 keeps its scratch; its own kernels have constant trip counts and exact tails, and row
 loops form over rows whose count the binding knows.  So at a size's HOT_CALLS-th call
@@ -47,7 +47,11 @@ def _round(fn: Callable, args: tuple, calls: int) -> float:
 
 
 def _synchronize(args: tuple) -> Callable[[], None]:
+    """Waits for the GPUs of the call's tensors (any GPU in use where it has none:
+    a graph's CUDA work may take only CPU scalars and ints)."""
     devices = {a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda}
+    if not devices and torch.cuda.is_available() and torch.cuda.is_initialized():
+        devices = {torch.device("cuda", torch.cuda.current_device())}
     return (lambda: [torch.cuda.synchronize(d) for d in devices]) if devices else (lambda: None)  # type: ignore[return-value]
 
 

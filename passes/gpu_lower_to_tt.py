@@ -48,7 +48,7 @@ from mlirc.passes.gpu_matmul_tt import (
     plan_matmul,
 )
 from mlirc.passes.gpu_sizes import KernelSizes
-from mlirc.passes.gpu_tile_plans import Memory, TilePlan, plan_rows, plan_tiles, row_major
+from mlirc.passes.gpu_tile_plans import I32_LIMIT, Memory, TilePlan, plan_rows, plan_tiles, row_major
 from mlirc.passes.gpu_tiles import PASS, Tiled, TileEmitter, _fail, scalar_constant
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill
 from mlirc.passes.registry import register_pass
@@ -199,8 +199,8 @@ def _plan(kernel: func.FuncOp, shape: KernelShape, sizes: KernelSizes, wide: boo
         tile = tuple(ir.DenseI64ArrayAttr(kernel.attributes[TILE_ATTR])) if TILE_ATTR in kernel.attributes else None
         return plan_matmul(shape.contraction, shape.generics[-1], wide, tile)
     if shape.rows is not None:
-        return plan_rows(shape.generics, shape.rows, sizes)
-    return plan_tiles(shape.generics[-1], sizes)
+        return plan_rows(shape.generics, shape.rows, sizes, wide)
+    return plan_tiles(shape.generics[-1], sizes, wide)
 
 
 def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
@@ -211,8 +211,10 @@ def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
     # Size arguments follow the returned values' types (the host's buffers); the
     # stored generic results they alias are worked out from them.
     sizes = KernelSizes(name, [*args, *results], ops)
+    # i64 offsets where any buffer of the kernel, or a view's root, may hold 2**31
+    # elements (every buffer of run-time size may)
     tensors = [v for op in ops for v in [*op.operands, *op.results] if isinstance(v.type, ir.ShapedType)]
-    wide = sizes.dynamic or max([math.prod(tt.shape_of(v)) for v in tensors] + [1]) >= 2**31
+    wide = sizes.dynamic or max([math.prod(tt.shape_of(v)) for v in tensors] + [1]) >= I32_LIMIT
     plan = _plan(kernel, shape, sizes, wide)
     with ir.InsertionPoint(top):
         attrs = {"sym_name": ir.StringAttr.get(f"{name}_ttir")}

@@ -77,9 +77,17 @@ class KernelSizes:
             for result in op.results:
                 if result not in self._shapes and isinstance(result.type, ir.RankedTensorType):
                     self._shapes[result] = self._new_shape(result, None)
-        for _ in range(4):  # each round settles what the previous one learned
-            if not any([self._relate(op) for op in ops]):
-                break
+        if self._fresh_count or self.arguments:
+            # each round solves for at least one symbol until nothing changes
+            for _ in range(len(self.symbols) + self._fresh_count + 1):
+                if not any([self._relate(op) for op in ops]):
+                    break
+
+    @property
+    def _fresh_count(self) -> int:
+        return len(
+            [s for shape in self._shapes.values() for s in shape if isinstance(s, sympy.Symbol) and s.name[0] == "t"]
+        )
 
     @property
     def dynamic(self) -> bool:
@@ -207,8 +215,8 @@ class KernelSizes:
         """symbol from x == y, where x is symbol times a positive constant."""
         if symbol in y.free_symbols:
             return None
-        coefficient = sympy.simplify(x / symbol)
-        if not coefficient.is_number or not coefficient.is_positive or not coefficient.is_integer:
+        coefficient, rest = x.as_coeff_Mul()
+        if rest != symbol or not coefficient.is_positive or not coefficient.is_integer:
             return None
         return y if coefficient == 1 else FloorDiv(y, coefficient)
 

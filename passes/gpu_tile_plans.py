@@ -47,13 +47,7 @@ def _block(size: Size, cap: int) -> int:
     return cap if value is None else min(cap, _next_pow2(value))
 
 
-def _wide(sizes: KernelSizes, values: list[ir.Value]) -> bool:
-    """i64 offsets: some tensor may have 2**31 elements or more (any of run-time size)."""
-    numels = [sizes.numel(v) for v in values if isinstance(v.type, ir.ShapedType)]
-    return any(not is_static(n) or int(n) >= I32_LIMIT for n in numels)
-
-
-def loop_ranges(generic: ir.Operation, sizes: KernelSizes) -> list[Size]:
+def loop_sizes(generic: ir.Operation, sizes: KernelSizes) -> list[Size]:
     """Each loop's size, read off an operand that indexes it with a plain dim."""
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
     ranges: list[Size | None] = [None] * maps[0].n_dims
@@ -96,8 +90,10 @@ class TilePlan:
         return [FloorDiv(sympy.sympify(size) + self.block_p - 1, self.block_p), 1, 1]
 
 
-def plan_tiles(generic: ir.Operation, sizes: KernelSizes) -> TilePlan:
-    ranges = loop_ranges(generic, sizes)
+def plan_tiles(generic: ir.Operation, sizes: KernelSizes, wide: bool) -> TilePlan:
+    """`wide`: the kernel needs i64 offsets anyway (some buffer it reads, sliced or
+    not, may have 2**31 elements or more)."""
+    ranges = loop_sizes(generic, sizes)
     kinds = [str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])]
     parallel = [d for d, k in enumerate(kinds) if "parallel" in k]
     reduction = [d for d, k in enumerate(kinds) if "reduction" in k]
@@ -121,7 +117,7 @@ def plan_tiles(generic: ir.Operation, sizes: KernelSizes) -> TilePlan:
     # several dims: with i32 ones Triton 3.6 summed a permuted int32 [3, 7, 31, 5] wrong
     # on the H100 (fuzzer graph 12208036648; right with i64 offsets or 2048-wide tiles,
     # the cause inside Triton not found).
-    wide = _wide(sizes, [*generic.operands, *generic.results]) or (len(reduction) > 1 and block_r >= TILE_ELEMENTS)
+    wide = wide or (len(reduction) > 1 and block_r >= TILE_ELEMENTS)
     return TilePlan(ranges, parallel, reduction, block_p, block_r, num_warps, wide)
 
 
@@ -141,12 +137,6 @@ class Memory:
     offset: Size
     shape: list[Size]
     strides: list[Size]
-
-    @property
-    def contiguous(self) -> bool:
-        return all(
-            a == b for a, b, n in zip(self.strides, row_major(self.shape), self.shape, strict=True) if not known(n, 1)
-        )
 
     def _expanded_strides(self, groups: list[list[int]], shape: list[Size]) -> list[Size]:
         """Each source dim splits row-major into its group, scaled by its stride."""
@@ -204,15 +194,13 @@ def _kept_dims(sizes: list[int], shape: list[Size]) -> list[int]:
     return kept
 
 
-def plan_rows(generics: list[ir.Operation], rows: int, sizes: KernelSizes) -> TilePlan:
+def plan_rows(generics: list[ir.Operation], rows: int, sizes: KernelSizes, wide: bool) -> TilePlan:
     """One tile holds whole rows: BLOCK_R covers R, BLOCK_P fills the budget."""
-    ranges = loop_ranges(generics[0], sizes)
+    ranges = loop_sizes(generics[0], sizes)
     size_p, size_r = math.prod(ranges[:rows]), math.prod(ranges[rows:])
     if not is_static(size_r):
         raise PipelineError(PASS, "a row group's rows must have a static length (each size is bound instead)")
     block_r = _next_pow2(int(size_r))
     block_p = max(1, min(_block(size_p, MAX_ROWS_PER_PROGRAM), TILE_ELEMENTS // block_r))
-    operands = [v for g in generics for v in [*g.operands, *g.results]]
-    wide = _wide(sizes, operands)
     warps = max(1, min(MAX_ROW_GROUP_WARPS, block_p * block_r // ELEMENTS_PER_WARP))
     return TilePlan(ranges, list(range(rows)), list(range(rows, len(ranges))), block_p, block_r, warps, wide)

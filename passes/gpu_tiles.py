@@ -36,10 +36,8 @@ from mlirc.passes.gpu_numerics import (
     ROUNDED,
     SHIELDED,
 )
-from mlirc.passes.gpu_sizes import Size, divides, is_static, known
+from mlirc.passes.gpu_sizes import PASS, Size, divides, is_static, known
 from mlirc.passes.gpu_tile_plans import Memory, TilePlan
-
-PASS = "mlirc-gpu-lower-to-tt"
 
 
 def _fail(kernel: str, message: str) -> PipelineError:
@@ -176,6 +174,8 @@ class TileEmitter:
         if expr in self.size_values:
             return self.size_values[expr]
         if expr.is_number:
+            if not expr.is_integer:
+                raise _fail(self.kernel, f"the size {expr} is not an integer")
             value = tt.scalar_constant(int(expr), self.i64)
         elif isinstance(expr, (sympy.Add, sympy.Mul)):
             name = "arith.addi" if isinstance(expr, sympy.Add) else "arith.muli"
@@ -184,7 +184,7 @@ class TileEmitter:
             for part in parts[1:]:
                 value = tt.one(name, [value, part], self.i64)
         elif isinstance(expr, sympy.Pow) and expr.exp.is_integer and expr.exp > 0:
-            base, value = self._size_value(expr.base), self._size_value(expr.base)
+            base = value = self._size_value(expr.base)
             for _ in range(int(expr.exp) - 1):
                 value = tt.one("arith.muli", [value, base], self.i64)
         elif isinstance(expr, (FloorDiv, sympy.Mod)):  # of sizes, >= 0: truncation is floor

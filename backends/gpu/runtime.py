@@ -61,27 +61,32 @@ class GpuWrapperBuilder(WrapperBuilder):
             grid = _grid_text(ir.StringAttr(kernel.attributes[GRID_SIZE_ATTR]).value, sizes)
         else:
             grid = ", ".join(map(str, ir.DenseI64ArrayAttr(kernel.attributes[GRID_ATTR])))
-        if all(part.isdigit() for part in grid.split(", ")):  # known now: an empty grid is no launch
-            if 0 in map(int, grid.split(", ")):
+        guard = ""
+        if all(_is_int(part) for part in grid.split(", ")):  # known now: an empty grid is no launch
+            if any(int(part) <= 0 for part in grid.split(", ")):
                 return
-            indent = "    "
-        else:
+        else:  # one statement, so that MLIRC_PROFILE can wrap it
             self.lines.append(f"    grid = ({grid})")
-            self.lines.append("    if grid[0] * grid[1] * grid[2]:")
-            grid, indent = "*grid", "        "
+            grid, guard = "*grid", "if grid[0] * grid[1] * grid[2] > 0: "
         buffers = [b if b in self.integers or self.aligned(b, tt.ALIGNMENT) else f"aligned({b})" for b in buffers]
         k = f"k_{callee}"
         arguments = ", ".join([*buffers, *sizes])
-        self.lines.append(f"{indent}{k}.run({grid}, stream, {k}.function, {k}.metadata, None, None, None, {arguments})")
+        self.lines.append(
+            f"    {guard}{k}.run({grid}, stream, {k}.function, {k}.metadata, None, None, None, {arguments})"
+        )
 
 
 def _grid_text(expression: str, sizes: list[str]) -> str:
     """The grid of a kernel of run-time sizes, its size arguments `n<i>` replaced by
     the call's sizes; folded to constants where those are."""
     text = re.sub(r"\bn(\d+)\b", lambda m: f"({sizes[int(m.group(1))]})", expression)
-    if all(s.lstrip("-").isdigit() for s in sizes):
+    if all(_is_int(s) for s in sizes):
         return ", ".join(str(int(v)) for v in eval(f"({text},)", {"__builtins__": {}}))  # noqa: S307 - our own arithmetic
     return text
+
+
+def _is_int(text: str) -> bool:
+    return text.lstrip("-").isdigit()
 
 
 def aligned(x: torch.Tensor) -> torch.Tensor:
@@ -111,6 +116,11 @@ class GpuKernels:
     launchers: dict[str, Launcher]
     module: ir.Operation
 
+    @property
+    def functions(self) -> dict[str, Launcher]:
+        """The kernels by name (as the CPU's CompiledKernels.functions)."""
+        return self.launchers
+
     def declarations(self) -> dict[str, func.FuncOp]:
         return _functions(self.module)
 
@@ -136,12 +146,13 @@ def build_wrapper(
     entry = entry_functions(module.body)[0]
     declarations, launchers = compiled.declarations(), dict(compiled.launchers)
     kernels = _functions(module)
-    for name, kernel in list(kernels.items()):  # a copy the binding made launches its original
-        origin = ir.StringAttr(kernel.attributes[ORIGIN_ATTR]).value if ORIGIN_ATTR in kernel.attributes else name
-        if origin in declarations:
-            kernels[name] = declarations[origin]
-        if name not in launchers and origin in launchers:
-            launchers[name] = launchers[origin]
+    for name, kernel in list(kernels.items()):
+        if name in launchers:
+            kernels[name] = declarations[name]
+        elif ORIGIN_ATTR in kernel.attributes:  # a copy the binding made launches its original
+            origin = ir.StringAttr(kernel.attributes[ORIGIN_ATTR]).value
+            if origin in launchers:
+                kernels[name], launchers[name] = declarations[origin], launchers[origin]
     made = builder(entry, result_dtypes, kernels)
     source = finish(made.build())
     index = device.index if device.index is not None else torch.cuda.current_device()
