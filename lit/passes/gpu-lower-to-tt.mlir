@@ -91,6 +91,22 @@ func.func @kernel_4(%x: tensor<?x?xf32>) -> tensor<?xf32> attributes {mlirc.kern
   return %r : tensor<?xf32>
 }
 
+// A static slice of a buffer of run-time size: the generic's loops are static, but
+// the row stride is the size argument, so offsets are i64 too.
+// CHECK-LABEL: func.func private @kernel_5(tensor<16x?xf32>) -> tensor<16x4xf32>
+// CHECK-SAME: mlirc.gpu.grid_size = "1, 1, 1"
+// CHECK-SAME: mlirc.size_args = array<i64: 0, 1>
+func.func @kernel_5(%x: tensor<16x?xf32>) -> tensor<16x4xf32> attributes {mlirc.kernel} {
+  %s = tensor.extract_slice %x[0, 2] [16, 4] [1, 1] : tensor<16x?xf32> to tensor<16x4xf32>
+  %e = tensor.empty() : tensor<16x4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<16x4xf32>) outs(%e : tensor<16x4xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %t = math.exp %a : f32
+    linalg.yield %t : f32
+  } -> tensor<16x4xf32>
+  return %r : tensor<16x4xf32>
+}
+
 // The host entry is untouched: it still calls the (now declared) kernels.
 // CHECK-LABEL: func.func @main
 // CHECK: call @kernel_0
@@ -153,6 +169,11 @@ func.func @main(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> (tensor<7x33xf32>, 
 // CHECK-LABEL: module @kernel_4_ttir
 // CHECK: ^bb0(%{{.*}}: !tt.ptr<f32>, %{{.*}}: !tt.ptr<f32>, %{{.*}}: i64, %[[COLS:.*]]: i64, %{{.*}}: i64):
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[COLS]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<8x512xf32>)  : i64
+
+// CHECK-LABEL: module @kernel_5_ttir
+// CHECK: ^bb0(%{{.*}}: !tt.ptr<f32>, %{{.*}}: !tt.ptr<f32>, %[[COLS5:.*]]: i64):
+// CHECK: %[[STRIDE:.*]] = "tt.splat"(%[[COLS5]]) : (i64) -> tensor<64xi64>
+// CHECK: arith.muli %{{.*}}, %[[STRIDE]] : tensor<64xi64>
 
 // GENERIC: "builtin.module"() <{sym_name = "{{(kernel|rows)_0_ttir}}"}>
 // GENERIC: "tt.func"()
