@@ -4,9 +4,9 @@ Softmax leaves four kernels (row max, exp, row sum, divide) and layer norm three
 each reads the whole tensor from memory again.  On a GPU one program can hold its
 rows in registers instead, when a row fits in a tile (Inductor's persistent
 reductions): then the group reads its inputs once and writes only the results
-that someone outside the group reads.  Rows of a run-time length are not grouped:
-a program's tile must cover its row (a symbolic graph's kernels for every size then
-reduce in a loop; a hot size's own kernels are grouped).
+that someone outside the group reads.  Rows of run-time length (a symbolic graph's
+kernels for every size) are grouped too: their program walks each row in chunks,
+one pass per reduction (passes/gpu_row_loops.py).
 
 Groups are found by mlirc.passes.row_groups; inside one, a kernel reads an earlier
 member's result only in place, which is what keeps it in registers.  The members are inlined into one kernel, which
@@ -26,5 +26,5 @@ MAX_ROW = 8192  # elements of a row that one program keeps in registers
 
 @register_pass("mlirc-gpu-fuse-rows", "GPU: fuse consecutive kernels over the same rows into one kernel")
 def gpu_fuse_rows(module: ir.Operation) -> None:
-    for kernel, rows in fuse_row_groups(module, MAX_ROW, static_rows=True):
+    for kernel, rows in fuse_row_groups(module, MAX_ROW):
         kernel.attributes[ROWS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rows)

@@ -47,7 +47,8 @@ from mlirc.passes.gpu_matmul_tt import (
     find_contraction,
     plan_matmul,
 )
-from mlirc.passes.gpu_sizes import KernelSizes
+from mlirc.passes.gpu_row_loops import emit_row_loops
+from mlirc.passes.gpu_sizes import KernelSizes, is_static
 from mlirc.passes.gpu_tile_plans import I32_LIMIT, Memory, TilePlan, plan_rows, plan_tiles, row_major
 from mlirc.passes.gpu_tiles import PASS, Tiled, TileEmitter, _fail, scalar_constant
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill
@@ -247,7 +248,9 @@ def _emit(
         MatmulEmitter(name, shape.contraction, plan, buffers, scalars).emit(shape.generics[1:], aliases)
         return
     emitter = TileEmitter(name, shape.generics[-1], plan, buffers, scalars, size_values)
-    if shape.rows is not None:
+    if shape.rows is not None and not is_static(plan.size_r):
+        emit_row_loops(emitter, shape.generics)
+    elif shape.rows is not None:
         emitter.emit_rows(shape.generics)
     elif plan.reduction:
         emitter.emit_reduction()

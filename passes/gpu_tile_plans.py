@@ -198,9 +198,8 @@ def plan_rows(generics: list[ir.Operation], rows: int, sizes: KernelSizes, wide:
     """One tile holds whole rows: BLOCK_R covers R, BLOCK_P fills the budget."""
     ranges = loop_sizes(generics[0], sizes)
     size_p, size_r = math.prod(ranges[:rows]), math.prod(ranges[rows:])
-    if not is_static(size_r):
-        raise PipelineError(PASS, "a row group's rows must have a static length (each size is bound instead)")
-    block_r = _next_pow2(int(size_r))
+    # rows of run-time length are walked in chunks (passes/gpu_row_loops.py)
+    block_r = _next_pow2(int(size_r)) if is_static(size_r) else RUNTIME_ROW_BLOCK
     block_p = max(1, min(_block(size_p, MAX_ROWS_PER_PROGRAM), TILE_ELEMENTS // block_r))
     warps = max(1, min(MAX_ROW_GROUP_WARPS, block_p * block_r // ELEMENTS_PER_WARP))
     return TilePlan(ranges, list(range(rows)), list(range(rows, len(ranges))), block_p, block_r, warps, wide)

@@ -242,15 +242,10 @@ def _size_work(op: ir.Operation) -> bool:
 
 
 def fuse_row_groups(
-    module: ir.Operation,
-    max_row: int,
-    contractions: bool = False,
-    row_elements: bool = False,
-    static_rows: bool = False,
+    module: ir.Operation, max_row: int, contractions: bool = False, row_elements: bool = False
 ) -> list[tuple[func.FuncOp, int]]:
     """Inline every row group of the module's entries into one kernel `rows_N`;
-    the fused kernels with their number of leading row dims.  `static_rows`: only
-    groups whose row length is known (a GPU program holds its rows in registers)."""
+    the fused kernels with their number of leading row dims."""
     top = module.regions[0].blocks[0]
     kernels = functions(top)
     grouper = Grouper(kernels, max_row, contractions, row_elements)
@@ -259,9 +254,6 @@ def fuse_row_groups(
         calls = [op.operation for op in entry.entry_block.operations]
         for group in grouper.groups(calls):
             rows = min(r for r in (row_shape(grouper.kernel_of(c)).rows for c in group) if r)
-            shape = grouper.call_shape(group[0])
-            if static_rows and (shape is None or any(isinstance(r, SymbolicRange) for r in shape.ranges[rows:])):
-                continue
             fused.append((fuse_calls(group, kernels, f"rows_{len(fused)}"), rows))
     erase_uncalled_kernels(top, kernels)
     return fused

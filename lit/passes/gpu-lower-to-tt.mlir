@@ -107,6 +107,32 @@ func.func @kernel_5(%x: tensor<16x?xf32>) -> tensor<16x4xf32> attributes {mlirc.
   return %r : tensor<16x4xf32>
 }
 
+// A row group over rows of run-time length (x - max(x) per row): a pass folds each
+// row's chunks into its max, a second pass subtracts it and stores.
+// CHECK-LABEL: func.func private @rows_9(tensor<?x?xf32>) -> tensor<?x?xf32>
+// CHECK-SAME: mlirc.gpu.grid_size = "(7 + n0) // 8, 1, 1"
+func.func @rows_9(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.kernel, mlirc.gpu.rows = 1 : i64} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %max = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<?x?xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.maximumf %a, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %e2 = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %d = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %max : tensor<?x?xf32>, tensor<?xf32>) outs(%e2 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  return %d : tensor<?x?xf32>
+}
+
 // The host entry is untouched: it still calls the (now declared) kernels.
 // CHECK-LABEL: func.func @main
 // CHECK: call @kernel_0
@@ -174,6 +200,14 @@ func.func @main(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> (tensor<7x33xf32>, 
 // CHECK: ^bb0(%{{.*}}: !tt.ptr<f32>, %{{.*}}: !tt.ptr<f32>, %[[COLS5:.*]]: i64):
 // CHECK: %[[STRIDE:.*]] = "tt.splat"(%[[COLS5]]) : (i64) -> tensor<64xi64>
 // CHECK: arith.muli %{{.*}}, %[[STRIDE]] : tensor<64xi64>
+
+// CHECK-LABEL: module @rows_9_ttir
+// CHECK: ^bb0(%{{.*}}: !tt.ptr<f32>, %{{.*}}: !tt.ptr<f32>, %{{.*}}: i64, %[[LEN:.*]]: i64, %{{.*}}: i64, %{{.*}}: i64):
+// CHECK: %[[MAX:.*]] = scf.for %{{.*}} = %{{.*}} to %[[LEN]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<8x512xf32>)  : i64
+// CHECK: "tt.reduce"(%[[MAX]])
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LEN]] step %{{.*}}  : i64 {
+// CHECK: arith.subf
+// CHECK: "tt.store"
 
 // GENERIC: "builtin.module"() <{sym_name = "{{(kernel|rows)_0_ttir}}"}>
 // GENERIC: "tt.func"()
