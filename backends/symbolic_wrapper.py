@@ -35,7 +35,7 @@ from torch.utils._sympy.printers import PythonPrinter
 
 from mlirc.backends.host_wrapper import WrapperBuilder, _dtype
 from mlirc.backends.symbolic_sizes import INDEX_OPS, SymbolicSizes
-from mlirc.errors import UnsupportedOpError
+from mlirc.errors import SizeAssumptionFailed, UnsupportedOpError
 
 _LOGIC = {"arith.andi": "and", "arith.ori": "or"}
 # arith.cmpi predicates (signed and unsigned alike: sizes are >= 0) as Python
@@ -272,3 +272,40 @@ def every_size_source(
     args = ", ".join(f"arg{i}" for i in range(placeholders))
     fits = " and ".join(builder.assertions) or "True"
     return body + f"\n\ndef fits({args}):\n" + "\n".join([*defs, f"    return {fits}"]) + "\n"
+
+
+def build_every_size_wrapper(
+    build_wrapper: Callable[..., tuple[Callable, str, dict]],
+    make_builder: Callable[..., SymbolicWrapper],
+    module: ir.Module,
+    compiled: object,
+    result_dtypes: list[torch.dtype],
+    device: torch.device,
+    sizes: SymbolicSizes,
+    eager: list,
+    sources: dict[sympy.Symbol, str],
+    placeholders: int,
+) -> tuple[Callable, Callable[..., bool], str]:
+    """(call, fits, source): the wrapper over `module`'s unbound entry, and whether a
+    call's sizes hold the entry's size assertions.  `build_wrapper`, `make_builder`:
+    the device's wrapper build and its builder class (entry, result dtypes, kernels);
+    `sizes`: the entry's sizes as expressions of the graph's symbols; `sources`:
+    symbol -> how the wrapper reads it from its arguments (`arg4.shape[0]`);
+    `placeholders`: how many of the entry's arguments a caller passes (the rest are
+    prepared)."""
+    holder: dict = {}
+
+    def builder(entry: object, dtypes: list, kernels: dict) -> SymbolicWrapper:
+        made = make_builder(entry, dtypes, kernels)
+        made.symbolic(sizes, eager)
+        holder["builder"] = made
+        return made
+
+    def finish(source: str) -> str:
+        return every_size_source(holder["builder"], source, sources, placeholders)
+
+    call, source, scope = build_wrapper(
+        module, compiled, result_dtypes, device, builder=builder, finish=finish,
+        extra_scope={"SizeAssumptionFailed": SizeAssumptionFailed},
+    )  # fmt: skip
+    return call, scope["fits"], source

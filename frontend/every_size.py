@@ -17,8 +17,10 @@ import torch
 import torch.fx as fx
 from mlir import ir
 
+from mlirc.backends.cpu import runtime as cpu_runtime
 from mlirc.backends.cpu import symbolic_wrapper as cpu_wrapper
 from mlirc.backends.symbolic_sizes import SymbolicSizes
+from mlirc.backends.symbolic_wrapper import build_every_size_wrapper
 from mlirc.dialects import layouts
 from mlirc.dialects.attributes import RESULT_LAYOUTS_ATTR
 from mlirc.errors import UnsupportedOpError
@@ -96,15 +98,18 @@ def build(
     with module.context, no_new_guards(values):
         sizes = SymbolicSizes(module, arguments)
         _check_results(module, sizes, eager)
-        if device.type == "cuda":
+        if device.type == "cuda":  # Triton is imported only for CUDA graphs
+            from mlirc.backends.gpu import runtime as gpu_runtime
             from mlirc.backends.gpu import symbolic_wrapper as gpu_wrapper
 
-            build_wrapper = gpu_wrapper.build_every_size_wrapper
+            wrap, make_builder = gpu_runtime.build_wrapper, gpu_wrapper.SymbolicGpuWrapperBuilder
         else:
-            build_wrapper = cpu_wrapper.build_every_size_wrapper
-        return build_wrapper(
+            wrap, make_builder = cpu_runtime.build_wrapper, cpu_wrapper.builder_for(compiled)  # type: ignore[arg-type]
+        return build_every_size_wrapper(
+            wrap,
+            make_builder,
             module,
-            compiled,  # type: ignore[arg-type]
+            compiled,
             result_dtypes,
             device,
             sizes,
