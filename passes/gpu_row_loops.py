@@ -62,6 +62,9 @@ def _after_loop(emitter: TileEmitter) -> None:
     emitter.loaded = {}
     for kind in ("r", "t"):
         emitter.masks.pop(kind, None)
+    emitter.flat.pop("r", None)
+    for dim in emitter.plan.reduction:
+        emitter.dims.pop(dim, None)
 
 
 def _pointwise(emitter: TileEmitter, members: list[ir.Operation], values: dict, store: bool = False) -> None:

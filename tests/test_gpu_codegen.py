@@ -215,7 +215,16 @@ def test_kernels_of_symbolic_sizes_compile_for_sm90(case, tmp_path, monkeypatch)
                 sized = "mlirc.size_args" in op.attributes
                 assert sized == ("mlirc.gpu.grid_size" in op.attributes) != ("mlirc.gpu.grid" in op.attributes)
                 dynamic += sized
-                looped_rows += sized and op.sym_name.value.startswith("rows_")
+                name = op.sym_name.value
+                ttir = str(
+                    next(
+                        m
+                        for m in module.body.operations
+                        if m.operation.name == "builtin.module"
+                        and ir.StringAttr(m.attributes["sym_name"]).value == f"{name}_ttir"
+                    )
+                )
+                looped_rows += sized and name.startswith("rows_") and "scf.for" in ttir
             for kernel in triton_kernels(module):
                 assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
     assert dynamic >= 1

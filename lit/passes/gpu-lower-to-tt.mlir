@@ -133,6 +133,54 @@ func.func @rows_9(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.kern
   return %d : tensor<?x?xf32>
 }
 
+// Two reductions, stored members before, between and after them: a pass per
+// reduction (each recomputing what comes before it), then one pass that stores the
+// three tile results; the row results are stored after their passes.
+// CHECK-LABEL: func.func private @rows_10(tensor<?x?xf32>)
+func.func @rows_10(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xf32>) attributes {mlirc.kernel, mlirc.gpu.rows = 1 : i64} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %e0 = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x?xf32>) outs(%e0 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %max = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%y : tensor<?x?xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.maximumf %a, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %e2 = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %d = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%y, %max : tensor<?x?xf32>, tensor<?xf32>) outs(%e2 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.subf %a, %b : f32
+    %s = math.exp %r : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  %fz = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]} ins(%d, %max : tensor<?x?xf32>, tensor<?xf32>) outs(%fz : tensor<?xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %t = arith.mulf %a, %b : f32
+    %r = arith.addf %t, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %e3 = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %o = linalg.generic {indexing_maps = [#id, #row, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%d, %sum, %max : tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>) outs(%e3 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %out: f32):
+    %r = arith.divf %a, %b : f32
+    %s = arith.addf %r, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %y, %max, %d, %sum, %o : tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xf32>
+}
+
 // The host entry is untouched: it still calls the (now declared) kernels.
 // CHECK-LABEL: func.func @main
 // CHECK: call @kernel_0
@@ -208,6 +256,18 @@ func.func @main(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> (tensor<7x33xf32>, 
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[LEN]] step %{{.*}}  : i64 {
 // CHECK: arith.subf
 // CHECK: "tt.store"
+
+// CHECK-LABEL: module @rows_10_ttir
+// CHECK: scf.for {{.*}} -> (tensor<8x512xf32>)
+// CHECK: "tt.reduce"
+// CHECK: "tt.store"
+// CHECK: scf.for {{.*}} -> (tensor<8x512xf32>)
+// CHECK: "tt.reduce"
+// CHECK: "tt.store"
+// CHECK: scf.for
+// CHECK-COUNT-3: "tt.store"
+// CHECK-NOT: "tt.store"
+// CHECK: "tt.return"
 
 // GENERIC: "builtin.module"() <{sym_name = "{{(kernel|rows)_0_ttir}}"}>
 // GENERIC: "tt.func"()
