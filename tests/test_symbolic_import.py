@@ -64,6 +64,12 @@ MODELS = {
 }  # fmt: skip
 
 
+# Float32 noise of blocks with GEMMs, softmax and layer norm, whose summation order
+# differs from eager's (and eager's from one CPU's vector width to another's): an
+# output near zero after a layer norm may differ by ~1e-5 absolute.
+MODEL_TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_imported_once_and_bound_at_every_size(name):
     model, make = MODELS[name]
@@ -73,7 +79,7 @@ def test_imported_once_and_bound_at_every_size(name):
     with torch.no_grad():
         for n in sizes:
             x = make(n)
-            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(compiled(x), model(x), **MODEL_TOLERANCE)
     stats = mlirc.stats()
     # every graph Dynamo made (it may guard a range of sizes, a convolution's) imported once
     assert stats.symbolic_imports == counters["stats"]["unique_graphs"], stats.summary()
@@ -193,7 +199,7 @@ def test_kernels_formed_on_symbolic_sizes(name, runtime_sizes, tmp_path, monkeyp
         with torch.no_grad():
             for n in (2, 3, 7, 16, 17, 64):
                 x = make(n)
-                torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(compiled(x), model(x), **MODEL_TOLERANCE)
     finally:
         config.dump_dir = None
     stats, graphs = mlirc.stats(), counters["stats"]["unique_graphs"]
