@@ -169,6 +169,11 @@ class Plan:
     # The vector loop's length is known only at run time: its full trips are peeled
     # from the last, partial one (as above), which is vectorized with masks.
     masked_tail: bool = False
+    # A gather read contiguously along the vector dim (_gather_plan): after the
+    # parallel tiling, its reduction loops are tiled to 1 (these tile sizes) and the
+    # unit tile vectorizes with `vectors`, each read one contiguous vector load.
+    gather: bool = False
+    gather_reductions: tuple[int, ...] | None = None
 
 
 # Combiners that tile_reduction_using_for knows the neutral element of.
@@ -195,10 +200,7 @@ def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | N
         # The reduction's split tiling and its vectorization both misplace an index
         # of the reduced dim (argmax-like bodies came out wrong): these stay scalar.
         return None
-    yielded = list(body.operations)[-1].operands[0]
-    combiner = yielded.owner
-    acc = body.arguments[len(body.arguments) - 1]
-    if isinstance(combiner, ir.Block) or combiner.name not in COMBINERS or acc not in list(combiner.operands):
+    if not _combines_accumulator(op):
         return None
     outer = [1] * (len(sizes) - 1)
     size, block = sizes[-1], UNROLL * lanes
@@ -207,6 +209,81 @@ def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | N
         return Plan([*outer, 0], [*outer, size], **rows)
     tail = 0 if size is None else size % block
     return Plan([*outer, 0], [*outer, block], reduction_tile=block, tail=tail, masked_tail=size is None, **rows)
+
+
+def _combines_accumulator(op: ir.Operation) -> bool:
+    """Is the yielded value one known combiner of the accumulator (what MLIR's
+    vectorizer needs to vectorize a reduction)?"""
+    body = op.regions[0].blocks[0]
+    combiner = list(body.operations)[-1].operands[0].owner
+    acc = body.arguments[len(body.arguments) - 1]
+    return not isinstance(combiner, ir.Block) and combiner.name in COMBINERS and acc in list(combiner.operands)
+
+
+def _contiguous_gather_dim(op: ir.Operation) -> int | None:
+    """The result's innermost loop dim where every `tensor.extract` in the body reads
+    along it contiguously: its last index is that loop's `linalg.index`, and no other
+    index depends on it or on data (an element read is a true gather).  Tiled to 1
+    elsewhere, each read is one vector load (a padded max pool or a padding on
+    channels-last: the channel loop)."""
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    out = maps[-1].results
+    if not out or not isinstance(out[-1], ir.AffineDimExpr):
+        return None
+    dim = ir.AffineDimExpr(out[-1]).position
+    if not _iterators(op)[dim].endswith("<parallel>") or not all(reads_dims_or_constants(m, dim) for m in maps):
+        return None
+    body = op.regions[0].blocks[0]
+    along, varying, data = set(), set(), set(body.arguments)  # varying: depends on the vector loop
+    for inner in body.operations:
+        if inner.regions:
+            return None
+        operands = list(inner.operands)
+        if inner.name == "linalg.index":
+            if ir.IntegerAttr(inner.attributes["dim"]).value == dim:
+                along.add(inner.result)
+            continue
+        if inner.name == "tensor.extract":
+            *leading, last = operands[1:]
+            if not operands[1:] or last not in along or any(v in varying or v in along or v in data for v in leading):
+                return None
+            data.add(inner.result)
+            continue
+        if any(v in along or v in varying for v in operands):
+            varying.update(inner.results)
+        if any(v in data for v in operands):
+            data.update(inner.results)
+    return dim
+
+
+def _gather_plan(op: ir.Operation, sizes: list[int | None], lanes: int) -> Plan | None:
+    """Gathers read contiguously along the result's innermost dim (see
+    _contiguous_gather_dim): that loop vectorized, every other loop tiled to 1 --
+    the parallel ones first (with the init, across threads), then the reductions
+    (a pooling window), whose partial result stays in a vector register."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return None
+    dim = _contiguous_gather_dim(op)
+    if dim is None or sizes[dim] is None:
+        return None
+    iterators = _iterators(op)
+    reductions = [d for d, it in enumerate(iterators) if it.endswith("<reduction>")]
+    if reductions and not _combines_accumulator(op):
+        return None
+    vector = sizes[dim] if sizes[dim] <= lanes else lanes
+    while sizes[dim] % vector:  # whole vectors only: no masked loads in a gather
+        vector //= 2
+    if vector < min(4, sizes[dim]):
+        return None
+    order = tuple(d for d in range(len(sizes)) if d != dim) + (dim,)
+    parallel = [1 if d not in reductions else 0 for d in order[:-1]]
+    inits = list(op.operands)[len(op.operands) - 1 :]
+    fills = not isinstance(inits[0].owner, ir.Block) and inits[0].owner.name == "linalg.fill"
+    return Plan(
+        [*parallel, vector], [1] * (len(order) - 1) + [vector], parallel_outer=bool(parallel) and parallel[0] == 1,
+        fuse_init=fills, parallel_loops=max(1, sum(parallel)), interchange=order, gather=True,
+        window_out_rank=len(shapes.shape_of(op.results[0])), gather_reductions=tuple(0 if p else 1 for p in parallel) + (0,) if reductions else None,
+    )  # fmt: skip
 
 
 def _scalar_plan(op: ir.Operation) -> Plan | None:
@@ -349,8 +426,8 @@ def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lan
 
 def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
     """The tiling/vectorization plan for `op` on `vector_bytes`-wide vectors, or None to leave it alone."""
-    if op.name not in VECTORIZABLE or _has_gather(op) or len(op.results) != 1 or _reduces_an_invariant(op):
-        return _scalar_plan(op)  # gathers and multi-result reductions (argmax) stay scalar
+    if op.name not in VECTORIZABLE or len(op.results) != 1 or _reduces_an_invariant(op):
+        return _scalar_plan(op)  # multi-result reductions (argmax) stay scalar
     if _divides_integers(op):
         return _scalar_plan(op)
     if any(isinstance(shapes.elem_of(v), ir.BF16Type) for v in [*op.operands, *op.results]):
@@ -360,6 +437,8 @@ def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
         return None
     out_elem = shapes.elem_of(op.results[0])
     lanes = vector_bytes // elem_bytes(out_elem)
+    if _has_gather(op):  # other gathers stay scalar
+        return _gather_plan(op, sizes, lanes) or _scalar_plan(op)
     if op.name == "linalg.matmul":
         return Plan([8, 2 * lanes, 1], [8, 2 * lanes, 1])
     if op.name == "linalg.batch_matmul":
@@ -447,6 +526,47 @@ def _window_lines(sid: int, plan: Plan) -> list[str]:
     return lines
 
 
+def _gather_lines(sid: int, plan: Plan) -> list[str]:
+    """Tile the reductions to 1, vectorize the unit tile (its reads become contiguous
+    vector loads) and its init, and keep the partial result in a register across
+    the reduction loops."""
+    inner = f"%loops_tiled{sid}#{sum(1 for t in plan.tiles if t) - 1}"
+    handle, lines, reductions = f"%tiled{sid}", [], sum(1 for t in plan.gather_reductions or () if t)
+    if reductions:
+        handle = f"%gather{sid}"
+        lines.append(
+            f"    {handle}, %gloops{sid}:{reductions} = transform.structured.tile_using_for %tiled{sid}"
+            f" tile_sizes {list(plan.gather_reductions)} : (!transform.any_op) -> ({_handles(reductions + 1)})"
+        )
+    lines.append(
+        f"    transform.structured.vectorize {handle} vector_sizes {plan.vectors} {{vectorize_nd_extract}}"
+        " : !transform.any_op"
+    )
+    if plan.fuse_init:
+        fill = [1] * (plan.window_out_rank - 1) + [plan.vectors[-1]]
+        lines += [
+            f'    %gfill{sid} = transform.structured.match ops{{["linalg.fill"]}} in {inner}'
+            " : (!transform.any_op) -> !transform.any_op",
+            _vectorize(f"%gfill{sid}", fill),
+        ]
+    if not reductions:
+        return lines
+    # The partial result's read/write pair moves out of the reduction loops, innermost
+    # first (each hoist leaves the pair in the loop around it); unit dims go first, as
+    # for split reductions (a loop-carried vector<1x..> made later patterns loop forever).
+    lines += [
+        f"    %gfn{sid} = transform.get_parent_op %gloops{sid}#0 {{isolated_from_above}}"
+        " : (!transform.any_op) -> !transform.any_op",
+        f"    transform.apply_patterns to %gfn{sid} {{ transform.apply_patterns.canonicalization"
+        " transform.apply_patterns.vector.cast_away_vector_leading_one_dim } : !transform.any_op",
+    ]
+    lines += [
+        f"    transform.loop.hoist_loop_invariant_subsets %gloops{sid}#{i} : !transform.any_op"
+        for i in reversed(range(reductions))
+    ]
+    return lines
+
+
 def _mark_tail(sid: int, rest: str, mark: str) -> list[str]:
     """Mark the ops that `mark` matches in the peeled last trip `rest` as the tail's."""
     return [
@@ -508,6 +628,8 @@ def _plan_lines(sid: int, plan: Plan) -> list[str]:
         )
         handle = f"%ic{sid}"
     lines += _tile(handle, f"%tiled{sid}", plan)
+    if plan.gather:
+        return lines + _gather_lines(sid, plan)
     if plan.window_vectors:
         return lines + _window_lines(sid, plan)
     if not plan.vectors:

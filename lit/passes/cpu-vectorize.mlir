@@ -138,14 +138,18 @@ func.func @int_division_by_constant(%a: tensor<7x5xi64>) -> tensor<7x5xi64> attr
   return %r : tensor<7x5xi64>
 }
 
-// A gather (a channels-last padding) stays scalar, but iterates in its result's
-// memory order: the channel loop, which the NHWC result's map puts last, is moved
-// innermost, so it writes (and mostly reads) contiguous rows.
+// A gather (a channels-last padding) that reads along its result's innermost dim:
+// the channel loop, which the NHWC result's map puts last, is moved innermost and
+// vectorized (5 channels, one vector), each read one contiguous load; the other
+// loops are tiled to 1 and may run on threads.
 // CHECK-LABEL: func.func @padding_nhwc
+// CHECK-NOT: vector.gather
 // CHECK: scf.for
-// CHECK: linalg.generic {indexing_maps = [#{{[a-z0-9]+}}], iterator_types
-// CHECK: %[[CH:.*]] = linalg.index 3 : index
-// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %[[CH]]] : tensor<2x6x4x5xf32>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: %[[V:.*]] = vector.transfer_read %{{.*}} : tensor<2x6x4x5xf32>, vector<5xf32>
+// CHECK: vector.transfer_write %[[V]]
+// CHECK: } {mlirc.parallel_loop}
 func.func @padding_nhwc(%x: tensor<2x6x4x5xf32>) -> tensor<2x7x5x5xf32> attributes {mlirc.kernel} {
   %c5 = arith.constant 5 : index
   %c3 = arith.constant 3 : index
@@ -210,4 +214,79 @@ func.func @kernel_runtime_sum(%a: tensor<?x?xf32>) -> tensor<?xf32> attributes {
     linalg.yield %s : f32
   } -> tensor<?xf32>
   return %r : tensor<?xf32>
+}
+
+// A padded max pool on channels-last (the padding's reads fused in as a gather):
+// the channel loop goes innermost and is vectorized (24 channels: whole 8-wide
+// vectors), every read one contiguous load, and the window's loops carry the
+// running maximum in a register.
+// CHECK-LABEL: func.func @kernel_pool
+// CHECK-NOT: vector.gather
+// CHECK: scf.for {{.*}} step %c8
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8xf32>)
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8xf32>)
+// CHECK: vector.transfer_read %{{.*}} : tensor<9x7x24xf32>, vector<8xf32>
+// CHECK: arith.maximumf %{{.*}} : vector<8xf32>
+// CHECK: vector.transfer_write %{{.*}} : vector<8xf32>, tensor<1x1x8xf32>
+#window = affine_map<(d0, d1, d2, d3, d4) -> (d3, d4)>
+#pooled = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2)>
+#strided = affine_map<()[s0, s1] -> (s0 * 2 + s1)>
+func.func @kernel_pool(%x: tensor<9x7x24xf32>) -> tensor<5x4x24xf32> attributes {mlirc.kernel} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %c9 = arith.constant 9 : index
+  %w = tensor.empty() : tensor<3x3xf32>
+  %e = tensor.empty() : tensor<5x4x24xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%e : tensor<5x4x24xf32>) -> tensor<5x4x24xf32>
+  %r = linalg.generic {indexing_maps = [#window, #pooled], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%w : tensor<3x3xf32>) outs(%init : tensor<5x4x24xf32>) {
+  ^bb0(%unused: f32, %acc: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %c = linalg.index 2 : index
+    %kh = linalg.index 3 : index
+    %kw = linalg.index 4 : index
+    %h0 = affine.apply #strided()[%i, %kh]
+    %w0 = affine.apply #strided()[%j, %kw]
+    %h = arith.subi %h0, %c1 : index
+    %w1 = arith.subi %w0, %c1 : index
+    %hlo = arith.cmpi sge, %h, %c0 : index
+    %hhi = arith.cmpi slt, %h, %c9 : index
+    %wlo = arith.cmpi sge, %w1, %c0 : index
+    %whi = arith.cmpi slt, %w1, %c7 : index
+    %hin = arith.andi %hlo, %hhi : i1
+    %win = arith.andi %wlo, %whi : i1
+    %in = arith.andi %hin, %win : i1
+    %hc0 = arith.maxsi %h, %c0 : index
+    %hc = arith.minsi %hc0, %c8 : index
+    %wc0 = arith.maxsi %w1, %c0 : index
+    %wc = arith.minsi %wc0, %c6 : index
+    %v = tensor.extract %x[%hc, %wc, %c] : tensor<9x7x24xf32>
+    %p = arith.select %in, %v, %ninf : f32
+    %m = arith.maximumf %acc, %p : f32
+    linalg.yield %m : f32
+  } -> tensor<5x4x24xf32>
+  return %r : tensor<5x4x24xf32>
+}
+
+// A gather whose leading index is data (an embedding lookup) reads rows at run-time
+// positions: it stays scalar.
+// CHECK-LABEL: func.func @kernel_lookup
+// CHECK-NOT: vector<
+// CHECK: tensor.extract
+// CHECK: return
+#rows = affine_map<(d0, d1) -> (d0)>
+#table = affine_map<(d0, d1) -> (d0, d1)>
+func.func @kernel_lookup(%ids: tensor<5xindex>, %t: tensor<11x32xf32>) -> tensor<5x32xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<5x32xf32>
+  %r = linalg.generic {indexing_maps = [#rows, #table], iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<5xindex>) outs(%e : tensor<5x32xf32>) {
+  ^bb0(%id: index, %o: f32):
+    %c = linalg.index 1 : index
+    %v = tensor.extract %t[%id, %c] : tensor<11x32xf32>
+    linalg.yield %v : f32
+  } -> tensor<5x32xf32>
+  return %r : tensor<5x32xf32>
 }
