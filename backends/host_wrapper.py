@@ -113,18 +113,13 @@ def contiguous_strides(shape: list[int]) -> list[int]:
     return strides[::-1]
 
 
-def _is_identity(amap: ir.AffineMap) -> bool:
-    results = list(amap.results)
-    return len(results) == amap.n_dims and all(
-        isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == i for i, e in enumerate(results)
-    )
-
-
 def in_place_operands(kernel: func.FuncOp) -> list[int]:
     """Arguments a kernel may overwrite with its result: it is one elementwise
     linalg.generic that reads the argument (possibly reshaped, which keeps the
-    row-major order) at exactly the element it writes, with the same element type,
-    so every element is read before it is written and by nothing else."""
+    row-major order) at exactly the element it writes -- through the result's own
+    map, a permutation (channels-last kernels loop in NCHW order over NHWC buffers)
+    -- with the same element type, so every element is read before it is written
+    and by nothing else."""
     if not len(kernel.regions[0].blocks):  # a declaration
         return []
     body = [op.operation for op in kernel.entry_block.operations]
@@ -145,7 +140,7 @@ def in_place_operands(kernel: func.FuncOp) -> list[int]:
     ):
         return []
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
-    if not _is_identity(maps[-1]):
+    if not maps[-1].is_permutation:
         return []
     args = list(kernel.entry_block.arguments)
     out_type = generic.results[0].type
@@ -157,7 +152,7 @@ def in_place_operands(kernel: func.FuncOp) -> list[int]:
             "tensor.collapse_shape",
         ):
             source = source.owner.operation.operands[0]
-        if source in args and _is_identity(amap) and operand.type == out_type and _read_in_place(source, generic, maps):
+        if source in args and amap == maps[-1] and operand.type == out_type and _read_in_place(source, generic, maps):
             found.append(args.index(source))
     return sorted(set(found))
 
@@ -172,7 +167,7 @@ def _read_in_place(value: ir.Value, generic: ir.Operation, maps: list) -> bool:
         if user.name in ("tensor.expand_shape", "tensor.collapse_shape"):
             if not _read_in_place(user.results[0], generic, maps):
                 return False
-        elif user != generic or use.operand_number >= inputs or not _is_identity(maps[use.operand_number]):
+        elif user != generic or use.operand_number >= inputs or maps[use.operand_number] != maps[-1]:
             return False
     return True
 

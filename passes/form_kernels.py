@@ -40,13 +40,13 @@ def _defining_op(value: ir.Value) -> ir.Operation | None:
     return None if isinstance(owner, ir.Block) else owner.operation
 
 
-def _values_used(op: ir.Operation) -> list[ir.Value]:
+def values_used(op: ir.Operation) -> list[ir.Value]:
     """Operands of `op` and values its regions capture from above."""
     used = list(op.operands)
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:
-                for v in _values_used(inner.operation):
+                for v in values_used(inner.operation):
                     if not _defined_inside(v, op):
                         used.append(v)
     return used
@@ -94,9 +94,13 @@ def _materialize_returns(fn: func.FuncOp) -> None:
         ret.operands[i] = v
 
 
-class _Outliner:
-    def __init__(self, entry: func.FuncOp) -> None:
+class Outliner:
+    """Outlines root linalg ops of `entry`, each with its cloneable producers, into
+    kernel funcs named `<prefix>_<n>`."""
+
+    def __init__(self, entry: func.FuncOp, prefix: str = "kernel") -> None:
         self.entry = entry
+        self.prefix = prefix
         self.count = 0
 
     def outline(self, root: ir.Operation) -> None:
@@ -104,7 +108,7 @@ class _Outliner:
         member_set = set(members)
         inputs: list[ir.Value] = []
         for op in members:
-            for v in _values_used(op):
+            for v in values_used(op):
                 d = _defining_op(v)
                 if (d is None or d not in member_set) and v not in inputs:
                     inputs.append(v)
@@ -113,7 +117,7 @@ class _Outliner:
         empty_inputs = [v for v in inputs if _is_empty(v)]
         inputs = [v for v in inputs if not _is_empty(v)]
         results = list(root.results)
-        name = f"kernel_{self.count}"
+        name = f"{self.prefix}_{self.count}"
         self.count += 1
         with ir.InsertionPoint(self.entry), root.location:
             kernel = func.FuncOp(name, ([v.type for v in inputs], [r.type for r in results]))
@@ -136,7 +140,7 @@ class _Outliner:
             if op in found:
                 continue
             found.append(op)
-            for v in _values_used(op):
+            for v in values_used(op):
                 d = _defining_op(v)
                 if d is not None and d.name in CLONEABLE and not _defined_inside(v, op):
                     stack.append(d)
@@ -166,7 +170,7 @@ def form_kernels(module: ir.Operation) -> None:
     body = module.regions[0].blocks[0]
     for entry in entry_functions(body):
         _materialize_returns(entry)
-        outliner = _Outliner(entry)
+        outliner = Outliner(entry)
         roots = [op.operation for op in entry.entry_block.operations if _is_root(op.operation)]
         for root in roots:
             if all(_is_empty(r) for r in root.results):

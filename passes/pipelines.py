@@ -19,6 +19,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_channels_last,
     cpu_drop_host,
     cpu_fuse_rows,
+    cpu_isolate_frozen,
     cpu_masked_reductions,
     cpu_omp_dispatch,
     cpu_parallelize,
@@ -50,8 +51,12 @@ LINALG = [
     "mlirc-fold-slice-reads", "canonicalize", "cse",
 ]  # fmt: skip
 # CPU only, before fusion: the layout permutes and contractions they add fuse into their
-# neighbours, and half-precision ops compute in f32 while each is still its own generic.
-CPU_LAYOUT = ["mlirc-cpu-skinny-matmul", "mlirc-cpu-channels-last", "mlirc-cpu-widen-halves", "canonicalize", "cse"]
+# neighbours, half-precision ops compute in f32 while each is still its own generic, and
+# work on parameters alone stays out of fusion (mlirc-hoist-frozen runs it once).
+CPU_LAYOUT = [
+    "mlirc-cpu-skinny-matmul", "mlirc-cpu-channels-last", "mlirc-cpu-widen-halves", "mlirc-cpu-isolate-frozen",
+    "canonicalize", "cse",
+]  # fmt: skip
 KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-transpose-views"]
 # Host-side: it regroups the entry's calls, so it runs before the kernels are split off;
 # work on parameters alone moves out first, so that no row group mixes it with the rest.
@@ -155,7 +160,8 @@ STAGES: dict[str, list[str]] = {
 register_pipeline("mlirc-stage-linalg", "Stage: mlirc dialect -> linalg on tensors", LINALG)
 register_pipeline(
     "mlirc-stage-cpu-layout",
-    "Stage: narrow linear layers generated, CNN activations channels-last, halves computed in f32 (CPU)",
+    "Stage: narrow linear layers generated, CNN activations channels-last, halves computed in f32,"
+    " work on parameters alone kept out of fusion (CPU)",
     CPU_LAYOUT,
 )
 register_pipeline("mlirc-stage-kernels", "Stage: fusion and kernel formation", KERNELS)

@@ -64,6 +64,26 @@ def test_parameter_work_is_prepared_once():
     _check(compiled, model, torch.randn(3, 3, 11, 7))  # the cache, at new inputs
 
 
+def test_batch_norm_factors_are_computed_once(tmp_path):
+    """rsqrt(var + eps) reads only a buffer: it is a kernel of its own, run by the
+    prepare function, not fused into the normalization and recomputed for every
+    element of the activation (mlirc-cpu-isolate-frozen)."""
+    model, x = _model(), torch.randn(2, 3, 6, 5)
+    compiled = _compiled(model)
+    config.dump_dir = str(tmp_path)
+    try:
+        _check(compiled, model, x)
+    finally:
+        config.dump_dir = None
+    (module,) = tmp_path.glob("*.cpu-fusion.mlir")
+    kernels = module.read_text().split("func.func @")[1:]
+    with_rsqrt = [k.split("(")[0] for k in kernels if "math.rsqrt" in k]
+    assert len(with_rsqrt) == 2 and all(name.startswith("frozen_") for name in with_rsqrt), with_rsqrt
+    (wrapper,) = tmp_path.glob("*.wrapper.py")
+    prepare = wrapper.read_text().split("def prepare")[1].split("\ndef ")[0]
+    assert all(f"kernels[{name!r}]" in prepare for name in with_rsqrt)
+
+
 EDITS = {
     "in place under no_grad": lambda m: m.conv1.weight.mul_(-1.5),
     "batch-norm buffer": lambda m: m.bn2.running_var.add_(3.0),

@@ -6,6 +6,7 @@ import re
 import threading
 
 import torch
+import torch.nn.functional as F
 from conftest import compile_and_compare, wrapper_source
 from mlir import ir
 from mlir.dialects import func
@@ -168,6 +169,23 @@ def test_in_place_results_give_eager_results(tmp_path):
     assert re.search(r"buf\d+ = reinterpret_tensor\(buf\d+, \(37, 129\)", source), source
     compile_and_compare(f, x, w1, b1, w2)
     torch.testing.assert_close(x, keep, rtol=0, atol=0)
+
+
+def test_channels_last_kernels_write_over_a_convolution_result(tmp_path):
+    """Between convolutions, kernels loop in NCHW order over NHWC buffers (the same
+    permuted map for the result and the convolution's output they read): the
+    normalization + ReLU writes over the convolution's result, which dies there."""
+    w1, w2, scale = torch.randn(11, 3, 3, 3), torch.randn(5, 11, 3, 3), torch.randn(11, 1, 1)
+
+    def f(x):
+        y = torch.relu(F.conv2d(x, w1, padding=1) * scale + 0.5)
+        return F.conv2d(y, w2, padding=1)
+
+    x = torch.randn(2, 3, 9, 7)
+    source = wrapper_source(f, (x,), tmp_path)
+    conv = re.search(r"(buf\d+) = (?:torch\.conv2d|conv_sites)", source)
+    assert conv and re.search(rf"buf\d+ = reinterpret_tensor\({conv[1]}, \(2, 9, 7, 11\)", source), source
+    compile_and_compare(f, x)
 
 
 def _mlp(x, w1, w2, w3):
