@@ -5,8 +5,9 @@ through a generated transform-dialect script run by the transform interpreter:
 the innermost dim is tiled to the vector width; an elementwise loop's partial last
 vector is peeled off, so full vectors load and store without masks and the tail is
 one exact short vector (other ops vectorize with masks); outer dims are tiled to 1.
-Ops whose bodies
-read tensors through `tensor.extract` (gathers, pads) stay scalar for now.
+Ops whose bodies read tensors through `tensor.extract` (gathers, pads) vectorize
+where every read walks the result's innermost dim contiguously (a padding or a
+padded pool on channels-last: one vector load per read); other gathers stay scalar.
 """
 
 from __future__ import annotations
