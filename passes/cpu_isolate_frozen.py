@@ -9,8 +9,11 @@ prepare function to hoist.  Here each linalg op of the entry that reads only fro
 arguments (parameters, buffers, lifted constants: `mlirc.frozen`) and constants, and
 whose result some other op reads, is outlined into a kernel (`frozen_<n>`) first:
 fusion does not cross a call, and mlirc-hoist-frozen then runs the kernel once, in
-prepare.  Results larger than the op's largest input (a parameter broadcast to an
-activation's shape) are left to fusion: hoisting would keep them per call.
+prepare.  Left to fusion: results larger than the frozen values they read (a
+parameter broadcast to an activation's shape: mlirc-hoist-frozen would keep it per
+call, by the same rule), and pure data movement (a weight's transpose that a
+generated contraction reads through its indexing map, mlirc-cpu-skinny-matmul: a
+cached copy would be read with a stride).
 
 CPU only: the GPU pipeline has no prepare function, and a kernel of its own would be
 one more launch per call.
@@ -18,30 +21,34 @@ one more launch per call.
 
 from __future__ import annotations
 
-import math
-
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.dialects import shapes
 from mlirc.dialects.attributes import FROZEN_ATTR
-from mlirc.passes.form_kernels import Outliner, values_used
+from mlirc.passes.form_kernels import VIEW_OPS, Outliner, is_root, values_used
+from mlirc.passes.hoist_frozen import SMALL_ELEMENTS, elements
 from mlirc.passes.ir_utils import entry_functions
 from mlirc.passes.registry import register_pass
 
-# Ops whose results depend on no argument: they neither freeze nor thaw a reader.
+# Ops that read no argument's data (a constant, an empty init).
 CONSTANT_OPS = frozenset({"arith.constant", "tensor.empty"})
 
 
-def _elements(value: ir.Value) -> int | None:
-    if not isinstance(value.type, ir.RankedTensorType):
-        return 0
-    shape = shapes.shape_of(value)
-    return math.prod(shape) if all(isinstance(d, int) for d in shape) else None
+def _moves_data_only(op: ir.Operation) -> bool:
+    """Does the body yield its inputs unchanged (a transpose, a broadcast, a copy)?"""
+    if op.name != "linalg.generic":
+        return op.name == "linalg.copy"
+    body = op.regions[0].blocks[0]
+    return all(inner.name == "linalg.yield" for inner in body.operations)
 
 
-def _is_linalg_root(op: ir.Operation) -> bool:
-    return op.name.startswith("linalg.") and op.name not in ("linalg.fill", "linalg.yield", "linalg.index")
+def _readers(value: ir.Value) -> list[ir.Operation]:
+    """The ops that read `value`, through reshapes and slices."""
+    found = []
+    for use in value.uses:
+        user = use.owner.operation
+        found += _readers(user.results[0]) if user.name in VIEW_OPS else [user]
+    return found
 
 
 def _frozen_roots(entry: func.FuncOp) -> list[ir.Operation]:
@@ -59,15 +66,14 @@ def _frozen_roots(entry: func.FuncOp) -> list[ir.Operation]:
             frozen_only.add(op)
     roots = []
     for op in frozen_only:
-        if not _is_linalg_root(op) or len(op.results) != 1:
+        if not is_root(op) or len(op.results) != 1 or _moves_data_only(op):
             continue
-        readers = [u.owner.operation for u in op.results[0].uses]
-        if all(r in frozen_only for r in readers):
+        if all(r in frozen_only for r in _readers(op.results[0])):
             continue  # its readers are isolated; it stays their producer, a kernel of its own
-        size = _elements(op.results[0])
         inputs = list(op.operands)[: len(op.operands) - len(op.results)]  # not the init
-        largest = max((_elements(v) or 0 for v in inputs), default=0)
-        if size is not None and size <= largest:
+        sources = sum(max(elements(v), 0) for v in dict.fromkeys(inputs) if v in frozen)
+        size = elements(op.results[0])
+        if 0 < size <= max(sources, SMALL_ELEMENTS):  # what mlirc-hoist-frozen will take
             roots.append(op)
     return roots
 

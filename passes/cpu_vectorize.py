@@ -162,7 +162,7 @@ class Plan:
     # A window op (pooling): after tiling, its unit loops are folded away and the
     # tile -- the window's dims and the vector dim -- vectorizes with these sizes.
     window_vectors: tuple[int, ...] | None = None
-    window_out_rank: int = 0  # its init (a fill) keeps its unit dims
+    out_rank: int = 0  # the result's rank: a window or gather plan's init (a fill) keeps its unit dims
     # Plain plans whose vector loop ends in a partial vector: that last trip is
     # peeled off so the full vectors need no mask (a masked load/store per vector
     # ran a 129-wide softmax 3x slower than a 128-wide one).
@@ -170,11 +170,10 @@ class Plan:
     # The vector loop's length is known only at run time: its full trips are peeled
     # from the last, partial one (as above), which is vectorized with masks.
     masked_tail: bool = False
-    # A gather read contiguously along the vector dim (_gather_plan): after the
-    # parallel tiling, its reduction loops are tiled to 1 (these tile sizes) and the
-    # unit tile vectorizes with `vectors`, each read one contiguous vector load.
-    gather: bool = False
-    gather_reductions: tuple[int, ...] | None = None
+    # Set for a gather read contiguously along the vector dim (_gather_plan): after
+    # the parallel tiling, its reduction loops are tiled with these sizes (1, or 0
+    # for none) and the unit tile vectorizes with `vectors`, each read one vector load.
+    gather_reduction_tiles: tuple[int, ...] | None = None
 
 
 # Combiners that tile_reduction_using_for knows the neutral element of.
@@ -245,8 +244,10 @@ def _contiguous_gather_dim(op: ir.Operation) -> int | None:
                 along.add(inner.result)
             continue
         if inner.name == "tensor.extract":
+            if len(operands) < 2:
+                return None  # a 0-d tensor's element: not along anything
             *leading, last = operands[1:]
-            if not operands[1:] or last not in along or any(v in varying or v in along or v in data for v in leading):
+            if last not in along or any(v in varying or v in along or v in data for v in leading):
                 return None
             data.add(inner.result)
             continue
@@ -274,16 +275,18 @@ def _gather_plan(op: ir.Operation, sizes: list[int | None], lanes: int) -> Plan 
     vector = sizes[dim] if sizes[dim] <= lanes else lanes
     while sizes[dim] % vector:  # whole vectors only: no masked loads in a gather
         vector //= 2
-    if vector < min(4, sizes[dim]):
+    if vector < 2 or vector < min(4, sizes[dim]):  # one lane: MLIR would emit an n-D gather
         return None
     order = tuple(d for d in range(len(sizes)) if d != dim) + (dim,)
-    parallel = [1 if d not in reductions else 0 for d in order[:-1]]
-    inits = list(op.operands)[len(op.operands) - 1 :]
-    fills = not isinstance(inits[0].owner, ir.Block) and inits[0].owner.name == "linalg.fill"
+    parallel = [0 if d in reductions else 1 for d in order[:-1]]
+    # a one-trip reduction loop is not tiled: canonicalization would fold it away
+    reduction_tiles = tuple(1 if d in reductions and sizes[d] != 1 else 0 for d in order)
+    init = op.operands[len(op.operands) - 1].owner
+    fills = not isinstance(init, ir.Block) and init.name == "linalg.fill"
     return Plan(
-        [*parallel, vector], [1] * (len(order) - 1) + [vector], parallel_outer=bool(parallel) and parallel[0] == 1,
-        fuse_init=fills, parallel_loops=max(1, sum(parallel)), interchange=order, gather=True,
-        window_out_rank=len(shapes.shape_of(op.results[0])), gather_reductions=tuple(0 if p else 1 for p in parallel) + (0,) if reductions else None,
+        [*parallel, vector], [1] * (len(order) - 1) + [vector], parallel_outer=parallel[:1] == [1], fuse_init=fills,
+        parallel_loops=max(1, sum(parallel)), interchange=order, out_rank=len(shapes.shape_of(op.results[0])),
+        gather_reduction_tiles=reduction_tiles,
     )  # fmt: skip
 
 
@@ -421,7 +424,7 @@ def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lan
     tiles = [0 if iterators[d].endswith("<reduction>") else 1 for d in order[:-1]] + [lanes]
     return Plan(
         tiles, [], parallel_outer=True, fuse_init=True, interchange=order, parallel_loops=sum(1 for t in tiles[:-1] if t),
-        window_vectors=tuple([sizes[d] for d in kept[:-1]] + [lanes]), window_out_rank=len(maps[-1].results),
+        window_vectors=tuple([sizes[d] for d in kept[:-1]] + [lanes]), out_rank=len(maps[-1].results),
     )  # fmt: skip
 
 
@@ -509,7 +512,7 @@ def _window_lines(sid: int, plan: Plan) -> list[str]:
         f"    transform.apply_patterns to {inner} {{ transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices }}"
         " : !transform.any_op",
     ]
-    fill = [1] * (plan.window_out_rank - 1) + [plan.window_vectors[-1]]
+    fill = [1] * (plan.out_rank - 1) + [plan.window_vectors[-1]]
     for kind, sizes in (("linalg.generic", list(plan.window_vectors)), ("linalg.fill", fill)):
         lines += [
             f'    %w{sid}_{kind[7:]} = transform.structured.match ops{{["{kind}"]}} in {inner}'
@@ -532,19 +535,20 @@ def _gather_lines(sid: int, plan: Plan) -> list[str]:
     vector loads) and its init, and keep the partial result in a register across
     the reduction loops."""
     inner = f"%loops_tiled{sid}#{sum(1 for t in plan.tiles if t) - 1}"
-    handle, lines, reductions = f"%tiled{sid}", [], sum(1 for t in plan.gather_reductions or () if t)
+    tiles = list(plan.gather_reduction_tiles or ())
+    handle, lines, reductions = f"%tiled{sid}", [], sum(1 for t in tiles if t)
     if reductions:
         handle = f"%gather{sid}"
         lines.append(
             f"    {handle}, %gloops{sid}:{reductions} = transform.structured.tile_using_for %tiled{sid}"
-            f" tile_sizes {list(plan.gather_reductions)} : (!transform.any_op) -> ({_handles(reductions + 1)})"
+            f" tile_sizes {tiles} : (!transform.any_op) -> ({_handles(reductions + 1)})"
         )
     lines.append(
         f"    transform.structured.vectorize {handle} vector_sizes {plan.vectors} {{vectorize_nd_extract}}"
         " : !transform.any_op"
     )
     if plan.fuse_init:
-        fill = [1] * (plan.window_out_rank - 1) + [plan.vectors[-1]]
+        fill = [1] * (plan.out_rank - 1) + [plan.vectors[-1]]
         lines += [
             f'    %gfill{sid} = transform.structured.match ops{{["linalg.fill"]}} in {inner}'
             " : (!transform.any_op) -> !transform.any_op",
@@ -629,7 +633,7 @@ def _plan_lines(sid: int, plan: Plan) -> list[str]:
         )
         handle = f"%ic{sid}"
     lines += _tile(handle, f"%tiled{sid}", plan)
-    if plan.gather:
+    if plan.gather_reduction_tiles is not None:
         return lines + _gather_lines(sid, plan)
     if plan.window_vectors:
         return lines + _window_lines(sid, plan)

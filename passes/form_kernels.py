@@ -31,7 +31,8 @@ CLONEABLE = frozenset(
 VIEW_OPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape", "tensor.extract_slice"})
 
 
-def _is_root(op: ir.Operation) -> bool:
+def is_root(op: ir.Operation) -> bool:
+    """A linalg op that becomes a kernel of its own (not an init or a body op)."""
     return op.name.startswith("linalg.") and op.name not in ("linalg.fill", "linalg.yield", "linalg.index")
 
 
@@ -83,7 +84,7 @@ def _materialize_returns(fn: func.FuncOp) -> None:
         while op is not None and op.name in VIEW_OPS:
             source = op.operands[0]
             op = _defining_op(source)
-        fresh = op is not None and (_is_root(op) or op.name == "func.call")  # a kernel's own buffer
+        fresh = op is not None and (is_root(op) or op.name == "func.call")  # a kernel's own buffer
         needs_copy = not fresh or value in seen
         seen.add(value)
         if needs_copy:
@@ -102,6 +103,15 @@ class Outliner:
         self.entry = entry
         self.prefix = prefix
         self.count = 0
+        # names the module has already (a pass run twice, through mlirc-opt)
+        module_body = entry.operation.parent.regions[0].blocks[0]
+        self.taken = {op.sym_name.value for op in module_body.operations if isinstance(op, func.FuncOp)}
+
+    def _name(self) -> str:
+        while f"{self.prefix}_{self.count}" in self.taken:
+            self.count += 1
+        self.count += 1
+        return f"{self.prefix}_{self.count - 1}"
 
     def outline(self, root: ir.Operation) -> None:
         members = self._collect(root)
@@ -117,8 +127,7 @@ class Outliner:
         empty_inputs = [v for v in inputs if _is_empty(v)]
         inputs = [v for v in inputs if not _is_empty(v)]
         results = list(root.results)
-        name = f"{self.prefix}_{self.count}"
-        self.count += 1
+        name = self._name()
         with ir.InsertionPoint(self.entry), root.location:
             kernel = func.FuncOp(name, ([v.type for v in inputs], [r.type for r in results]))
         kernel.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
@@ -171,7 +180,7 @@ def form_kernels(module: ir.Operation) -> None:
     for entry in entry_functions(body):
         _materialize_returns(entry)
         outliner = Outliner(entry)
-        roots = [op.operation for op in entry.entry_block.operations if _is_root(op.operation)]
+        roots = [op.operation for op in entry.entry_block.operations if is_root(op.operation)]
         for root in roots:
             if all(_is_empty(r) for r in root.results):
                 _replace_by_empty(root)  # nothing to compute: the host allocates the result

@@ -45,7 +45,8 @@ HOISTABLE = VIEW_OPS | {"func.call"}
 SMALL_ELEMENTS = 1 << 16  # below this a cached value's size does not matter
 
 
-def _elements(value: ir.Value) -> int:
+def elements(value: ir.Value) -> int:
+    """A tensor's element count (-1 where a dim is `?`)."""
     if not isinstance(value.type, ir.RankedTensorType):
         return 0
     shape = shapes.shape_of(value)
@@ -68,7 +69,7 @@ def _hoisted_ops(entry: func.FuncOp, frozen: set, kernels: dict[str, func.FuncOp
     ops = [op.operation for op in entry.entry_block.operations]
     returned = set(ops[-1].operands)
     frozen_values = set(frozen)
-    source_elements = {v: _elements(v) for v in frozen}  # frozen argument elements behind a value
+    source_elements = {v: elements(v) for v in frozen}  # frozen argument elements behind a value
     hoisted = []
     for op in ops[:-1]:
         if op.name not in HOISTABLE or not len(op.operands) or any(v not in frozen_values for v in op.operands):
@@ -76,7 +77,7 @@ def _hoisted_ops(entry: func.FuncOp, frozen: set, kernels: dict[str, func.FuncOp
         if op.name == "func.call" and callee(op) not in kernels:
             continue
         sources = sum(source_elements[v] for v in dict.fromkeys(op.operands))
-        too_big = any(_elements(r) < 0 or _elements(r) > max(sources, SMALL_ELEMENTS) for r in op.results)
+        too_big = any(elements(r) < 0 or elements(r) > max(sources, SMALL_ELEMENTS) for r in op.results)
         if too_big or any(r in returned for r in op.results):
             continue
         hoisted.append(op)

@@ -31,6 +31,20 @@ def test_narrow_head_is_generated_and_matches_eager(m, k, n, tmp_path):
     compile_and_compare(_head, *[torch.randn_like(a) for a in args])
 
 
+def test_a_frozen_heads_weight_is_read_as_stored(tmp_path):
+    """In inference the head's weight is a parameter: its transpose is pure data
+    movement, left to fusion (not a cached (K, N) copy from mlirc-cpu-isolate-frozen),
+    so each dot product still reads w[n, :] contiguously."""
+    head = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Linear(512, 10), torch.nn.LogSoftmax(-1)).eval()
+    x = torch.randn(64, 512)
+    with torch.no_grad():
+        source = wrapper_source(head, (x,), tmp_path)
+        (module,) = tmp_path.glob("*.cpu-fusion.mlir")
+        assert not any(call in source for call in LIBRARY_CALLS), source
+        assert "func.func @frozen_" not in module.read_text()
+        compile_and_compare(head, x)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_plain_linear_and_float64(dtype):
     compile_and_compare(F.linear, torch.randn(19, 33, dtype=dtype), torch.randn(7, 33, dtype=dtype))
