@@ -6,6 +6,7 @@ counts (the vector width does not divide them)."""
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from conftest import compile_and_compare
 
 from mlirc.config import config
@@ -180,3 +181,22 @@ def test_a_permuted_activation_keeps_its_own_layout(monkeypatch, tmp_path):
     (module,) = [p.read_text() for p in tmp_path.glob("*.cpu-fusion.mlir")]
     generated = [f for f in module.split("func.func @")[1:] if f.startswith(("kernel_", "rows_"))]
     assert generated and not any("2x10x7x13" in f for f in generated), module
+
+
+@pytest.mark.parametrize(
+    "channels,kernel,stride,padding",
+    [(64, 3, 2, 1), (24, 3, 2, 1), (36, 2, 2, 0), (40, 3, 1, 1), (3, 2, 2, 1), (13, 3, 2, 1)],
+)
+def test_padded_max_pool_between_convolutions(channels, kernel, stride, padding):
+    """A max pool with its padding fused in reads NHWC as a gather, vectorized over
+    channels where they split into whole vectors (64, 24, 40, 36) and scalar where
+    not (3, 13): eager's values, NaN included, on a non-contiguous input."""
+    w = torch.randn(channels, 3, 3, 3)
+
+    def f(x):
+        return F.max_pool2d(torch.relu(F.conv2d(x, w, padding=1)), kernel, stride, padding)
+
+    x = torch.randn(2, 3, 15, 22)[:, :, :, ::2]  # 15x11, strided
+    x[0, :, 4, 3] = float("nan")
+    with torch.no_grad():
+        compile_and_compare(f, x, rtol=1e-5, atol=1e-5)
