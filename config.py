@@ -12,8 +12,8 @@ MLIRC_GPU_GEMM=mode  GPU GEMMs: "auto" (today cuBLAS for every GEMM: the generat
 MLIRC_GPU_GEMM_TILE=BM,BN,BK,W,S  tiles of generated GEMMs (block sizes, warps, stages)
 MLIRC_CPU_GEMM=mode  CPU GEMMs: "auto" (torch.mm or oneDNN, whichever a timing of the shape
                      picks, see backends/cpu/gemm_choice.py), "blas" (torch.mm) or "onednn"
-MLIRC_CPU_HALF=1     compile float16/bfloat16 compute on the CPU too (rounds after every op;
-                     off by default: eager computes them in float32)
+MLIRC_CPU_HALF=0     run float16/bfloat16 compute eagerly on the CPU (default on: compiled,
+                     each op in float32 and rounded at its result, as eager does)
 MLIRC_PARALLEL_MIN_KIB=n  run a kernel on OpenMP threads when it moves at least n KiB
                      (default 128; 0 = every kernel, -1 = never)
 MLIRC_SCRATCH_MB=n   CPU buffers that never reach a result are kept from call to call (per
@@ -126,7 +126,7 @@ SETTINGS: dict[str, Setting] = {
         None,
     ),
     "cpu_gemm": Setting("MLIRC_CPU_GEMM", _one_of("auto", "blas", "onednn"), "auto, blas or onednn", "auto"),
-    "cpu_half": Setting("MLIRC_CPU_HALF", _flag, "a flag: 1/0, true/false, yes/no, on/off", False),
+    "cpu_half": Setting("MLIRC_CPU_HALF", _flag, "a flag: 1/0, true/false, yes/no, on/off", True),
     "parallel_min_kib": Setting("MLIRC_PARALLEL_MIN_KIB", _int_in(-1), "an integer >= -1 (-1: never)", 128),
     "llvm_opt": Setting("MLIRC_LLVM_OPT", _int_in(0, 3), "0, 1, 2 or 3", 3),
     "compile_workers": Setting("MLIRC_COMPILE_WORKERS", _int_in(-1), "an integer >= -1 (-1: one per core)", -1),

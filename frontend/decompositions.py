@@ -28,9 +28,10 @@ aten = torch.ops.aten
 # outside its plane lands in the next plane instead of raising as eager does.
 # std: its decomposition rounds the variance to float32 before the root, where eager
 # takes the root of its float64 variance (std of 1e30 and 0 is 7e29, not inf).
+# addcmul/addcdiv: the decomposition rounds a half-precision result three times.
 KEEP = (
     aten.gelu.default, aten.silu.default, aten.max_unpool2d.default, aten.max_unpool3d.default,
-    aten.std.correction, aten.std_mean.correction,
+    aten.std.correction, aten.std_mean.correction, aten.addcmul.default, aten.addcdiv.default,
 )  # fmt: skip
 
 # Kept whole while library kernels are on (MLIRC_LIBRARY_GEMM): ATen's fused CPU flash

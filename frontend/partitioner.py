@@ -58,11 +58,10 @@ def unsupported_reason(node: fx.Node, symbolic: bool = False) -> str | None:
 
 
 def _half_input_on_cpu(node: fx.Node) -> str | None:
-    """Eager computes float16/bfloat16 ops in float32 (opmath) and rounds once; the
-    CPU code rounds after every op and accumulates reductions in the half type, so
-    ops that compute on half inputs run eagerly there (MLIRC_CPU_HALF=1 compiles them
-    anyway).  Casts into a half type round once either way; the GPU backend keeps
-    float32 intermediates and compiles them all."""
+    """With MLIRC_CPU_HALF=0, ops that compute on float16/bfloat16 inputs on the CPU run
+    eagerly (a way to rule out mlirc's half-precision code when debugging); by default
+    they compile, each op in float32 and rounded once at its result as eager's opmath
+    does (mlirc-cpu-widen-halves).  Ops that only move half values compile either way."""
     if config.cpu_half or node.target in HALF_SAFE_OPS:
         return None
     for arg in node.all_input_nodes:

@@ -428,14 +428,29 @@ def _window_plan(op: ir.Operation, sizes: list[int], order: tuple[int, ...], lan
     )  # fmt: skip
 
 
+def _computes_on_bf16(op: ir.Operation) -> bool:
+    """bf16 vectors only as loads, stores and casts to and from f32: x86 code generation
+    of other bf16 vector ops (a select, a bitcast, a compare) asserts in LLVM 20.  A
+    widened generic (mlirc-cpu-widen-halves) computes in f32 and qualifies; a body left
+    in bf16 (nextafter's bit arithmetic), or a named contraction on bf16, stays scalar."""
+    if op.name == "linalg.copy":
+        return False
+    if op.name != "linalg.generic":
+        return any(isinstance(shapes.elem_of(v), ir.BF16Type) for v in [*op.operands, *op.results])
+    for inner in op.regions[0].blocks[0].operations:
+        if inner.name in ("arith.extf", "arith.truncf", "linalg.yield"):
+            continue
+        if any(isinstance(v.type, ir.BF16Type) for v in [*inner.operands, *inner.results]):
+            return True
+    return False
+
+
 def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
     """The tiling/vectorization plan for `op` on `vector_bytes`-wide vectors, or None to leave it alone."""
     if op.name not in VECTORIZABLE or len(op.results) != 1 or _reduces_an_invariant(op):
         return _scalar_plan(op)  # multi-result reductions (argmax) stay scalar
-    if _divides_integers(op):
+    if _divides_integers(op) or _computes_on_bf16(op):
         return _scalar_plan(op)
-    if any(isinstance(shapes.elem_of(v), ir.BF16Type) for v in [*op.operands, *op.results]):
-        return _scalar_plan(op)  # LLVM 20's x86 masked store of bf16 vectors crashes at run time
     sizes = _loop_sizes(op)
     if not sizes or 0 in sizes:
         return None

@@ -54,8 +54,6 @@ def _widenable(generic: ir.Operation) -> bool:
     values = [*body.arguments, *(r for op in body.operations for r in op.results)]
     if not any(_is_half(v.type) for v in values):
         return False
-    if any(isinstance(v.type, ir.ShapedType) and not v.type.has_static_shape for v in generic.operands):
-        return False  # the f32 accumulator's tensor would need the sizes
     if any(isinstance(v.type, ir.ShapedType) and 0 in v.type.shape for v in generic.operands):
         return False  # no element to compute: nothing to widen (and tiling an empty loop asserts)
     for op in body.operations:
@@ -137,7 +135,7 @@ def _round(value: ir.Value, elem: ir.Type) -> ir.Value:
     """An f32 tensor rounded elementwise to `elem`."""
     rank = len(shapes.shape_of(value))
     return le.generic(
-        [value], [le.identity_map(rank)], [le.empty(shapes.shape_of(value), elem)], [le.identity_map(rank)],
+        [value], [le.identity_map(rank)], [le.empty(le.dims_of(value), elem)], [le.identity_map(rank)],
         ["parallel"] * rank, lambda args: [arith.TruncFOp(elem, args[0]).result],
     )[0]  # fmt: skip
 
@@ -154,14 +152,14 @@ def widen(generic: ir.Operation, accumulators: dict[int, float]) -> None:
                 yield_op.operands[i] = arith.TruncFOp(half_results[i], value).result
     with ir.InsertionPoint(generic), generic.location:
         for i, start in accumulators.items():
-            shape = shapes.shape_of(generic.results[i])
-            generic.operands[n_in + i] = le.fill(arith.ConstantOp(_f32(), start).result, le.empty(shape, _f32()))
+            sizes = le.dims_of(generic.operands[n_in + i])  # symbolic ones read off the half init
+            generic.operands[n_in + i] = le.fill(arith.ConstantOp(_f32(), start).result, le.empty(sizes, _f32()))
     for i in accumulators:
         result = generic.results[i]
-        result.set_type(ir.RankedTensorType.get(shapes.shape_of(result), _f32()))
+        result.set_type(ir.RankedTensorType.get(ir.RankedTensorType(result.type).shape, _f32()))
+        users = [u.owner for u in result.uses]  # before the rounding's own reads (its sizes too)
         with ir.InsertionPoint.after(generic), generic.location:
             rounded = _round(result, half_results[i])
-        users = [u.owner for u in result.uses if u.owner != rounded.owner]
         for user in users:
             for j, operand in enumerate(user.operands):
                 if operand == result:

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from conftest import compile_and_compare
 
+from mlirc.config import config
 from mlirc.passes.cpu_fuse_rows import MAX_ROW
 
 
@@ -66,12 +67,18 @@ def test_float64():
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_half_types_run_eagerly_on_the_cpu(dtype):
-    """Eager rounds half-type softmax/exp/sum once, from float32; they fall back."""
+def test_half_types_compile_on_the_cpu(dtype, monkeypatch):
+    """Half-type softmax/exp/sum compile (each op in float32, rounded at its result);
+    MLIRC_CPU_HALF=0 sends them back to eager."""
     x = torch.randn(6, 5, 77, dtype=dtype)
-    stats = compile_and_compare(
-        lambda t: torch.softmax(t, -1) + t.exp().sum(-1, keepdim=True), x, expect_no_fallback=False
-    )
+
+    def fn(t):
+        return torch.softmax(t, -1) + t.exp().sum(-1, keepdim=True)
+
+    compile_and_compare(fn, x, rtol=None, atol=None)  # torch.testing's tolerances for the dtype
+    monkeypatch.setattr(config, "cpu_half", False)
+    torch._dynamo.reset()  # compiled afresh under the new setting
+    stats = compile_and_compare(fn, x, expect_no_fallback=False)
     assert stats.fallback_nodes >= 1 and any("computes eagerly on the CPU" in k for k in stats.fallback_ops), (
         stats.summary()
     )

@@ -415,6 +415,29 @@ def _silu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     return narrow_to_out(b.elementwise("mul", x, b.elementwise("sigmoid", x)), node)
 
 
+def _float_addcdiv(node: fx.Node) -> str | None:
+    return None if out_dtype(node).is_floating_point else "integer addcdiv (eager raises)"
+
+
+def _numeric_addcmul(node: fx.Node) -> str | None:
+    return "bool addcmul (eager raises)" if out_dtype(node) == torch.bool else None
+
+
+def _addcmul_addcdiv(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """self + value * t1 * t2 (or / t2), in eager's order and in opmath (float32 for
+    halves), rounded once: the decomposition rounds each of its three ops."""
+    dtype = opmath_dtype(node)
+    self_, t1, t2 = (lctx.typed(a, dtype) for a in node.args[:3])
+    value = arg(node, 3, "value", 1)
+    scaled = t1 if value == 1 else b.elementwise("mul", lctx.typed(value, dtype), t1)
+    combined = b.elementwise("div" if node.target == aten.addcdiv.default else "mul", scaled, t2)
+    return narrow_to_out(b.elementwise("add", self_, combined), node)
+
+
+register(aten.addcmul.default, check=_numeric_addcmul)(_addcmul_addcdiv)
+register(aten.addcdiv.default, check=_float_addcdiv)(_addcmul_addcdiv)
+
+
 @register(aten.frexp.Tensor, check=lambda n: None if out_dtype(n).is_floating_point else "integer frexp")
 def _frexp(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value]:
     """x = mantissa * 2^exponent with 0.5 <= |mantissa| < 1, computed in float64 from

@@ -160,24 +160,32 @@ def _max_min_dim(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Val
 
 
 def _softmax_parts(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """shifted = x - max(x), e = exp(shifted), total = sum(e); all keepdim over `dim`."""
+    """shifted = x - max(x), e = exp(shifted), total = sum(e); all keepdim over `dim`
+    (a 0-d tensor as one row of one element)."""
     x = lctx.typed(node.args[0], out_dtype(node))
-    dim = node.args[1] % len(shapes.shape_of(x))
+    rank = len(shapes.shape_of(x))
+    if rank == 0:
+        x = b.reshape(x, [1])
+    dim = node.args[1] % max(rank, 1)
     shifted = b.elementwise("sub", x, b.reduce("reduce_max", x, [dim], True))
     e = b.elementwise("exp", shifted)
     return shifted, e, b.reduce("reduce_sum", e, [dim], True)
 
 
+def _as_input_rank(value: ir.Value, node: fx.Node) -> ir.Value:
+    return value if node_meta(node).dim() else b.reshape(value, [])  # a 0-d input's one row
+
+
 @register(aten._softmax.default)
 def _softmax(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     _, e, total = _softmax_parts(lctx, node)
-    return b.elementwise("div", e, total)
+    return _as_input_rank(b.elementwise("div", e, total), node)
 
 
 @register(aten._log_softmax.default)
 def _log_softmax(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     shifted, _, total = _softmax_parts(lctx, node)
-    return b.elementwise("sub", shifted, b.elementwise("log", total))
+    return _as_input_rank(b.elementwise("sub", shifted, b.elementwise("log", total)), node)
 
 
 def _reshape_channels(value: ir.Value, rank: int) -> ir.Value:
@@ -262,23 +270,34 @@ def _batch_norm_batch_statistics(lctx: LoweringContext, node: fx.Node) -> tuple[
 
 @register(aten._native_batch_norm_legit_no_training.default)
 def _batch_norm_inference(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value, ir.Value]:
-    dtype = out_dtype(node)
+    """In opmath (float32 for halves), rounded once, in the form of eager's kernel for
+    the device.  The CPU's (ATen's batch_norm_cpu) is x * alpha + beta, alpha = weight /
+    sqrt(var + eps) and beta = bias - mean * alpha per channel: two ops per element
+    once mlirc-hoist-frozen has computed alpha and beta.  CUDA's is
+    (x - mean) * invstd * weight + bias."""
+    dtype = opmath_dtype(node)
     x = lctx.typed(node.args[0], dtype)
     rank = len(shapes.shape_of(x))
     weight, bias, running_mean, running_var = node.args[1:5]
     eps = float(node.args[6])
 
-    def channel(v: fx.Node) -> ir.Value:
-        return _reshape_channels(lctx.typed(v, dtype), rank)
+    def channel(v: fx.Node | None, default: float) -> ir.Value:
+        return lctx.typed(default, dtype) if v is None else _reshape_channels(lctx.typed(v, dtype), rank)
 
-    scale = b.elementwise("rsqrt", b.elementwise("add", channel(running_var), lctx.typed(eps, dtype)))
-    out = b.elementwise("mul", b.elementwise("sub", x, channel(running_mean)), scale)
-    if weight is not None:
-        out = b.elementwise("mul", out, channel(weight))
-    if bias is not None:
-        out = b.elementwise("add", out, channel(bias))
-    empty = b.broadcast(lctx.typed(0.0, dtype), [0])  # inference saves no statistics: ATen's are size 0
-    return out, empty, empty
+    mean = channel(running_mean, 0.0)
+    invstd = b.elementwise("rsqrt", b.elementwise("add", channel(running_var, 1.0), lctx.typed(eps, dtype)))
+    if node_meta(node.args[0]).device.type == "cpu":
+        alpha = invstd if weight is None else b.elementwise("mul", invstd, channel(weight, 1.0))
+        beta = b.elementwise("sub", channel(bias, 0.0), b.elementwise("mul", mean, alpha))
+        out = b.elementwise("add", b.elementwise("mul", x, alpha), beta)
+    else:
+        out = b.elementwise("mul", b.elementwise("sub", x, mean), invstd)
+        if weight is not None:
+            out = b.elementwise("mul", out, channel(weight, 1.0))
+        if bias is not None:
+            out = b.elementwise("add", out, channel(bias, 0.0))
+    empty = b.broadcast(lctx.typed(0.0, out_dtype(node)), [0])  # inference saves no statistics: ATen's are size 0
+    return narrow_to_out(out, node), empty, empty
 
 
 def _float_only(node: fx.Node) -> str | None:

@@ -290,3 +290,42 @@ func.func @kernel_lookup(%ids: tensor<5xindex>, %t: tensor<11x32xf32>) -> tensor
   } -> tensor<5x32xf32>
   return %r : tensor<5x32xf32>
 }
+
+// bfloat16 computed in f32 (mlirc-cpu-widen-halves' form: extf at the top, truncf at
+// the yield) vectorizes: bf16 vectors are only loaded, stored and cast.
+// CHECK-LABEL: func.func @kernel_bf16_widened
+// CHECK: vector.transfer_read {{.*}} vector<16xbf16>
+// CHECK: arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK: vector.transfer_write
+func.func @kernel_bf16_widened(%a: tensor<5x64xbf16>) -> tensor<5x64xbf16> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<5x64xbf16>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<5x64xbf16>) outs(%e : tensor<5x64xbf16>) {
+  ^bb0(%x: bf16, %o: bf16):
+    %w = arith.extf %x : bf16 to f32
+    %y = math.exp %w : f32
+    %n = arith.truncf %y : f32 to bf16
+    linalg.yield %n : bf16
+  } -> tensor<5x64xbf16>
+  return %r : tensor<5x64xbf16>
+}
+
+// A body that works on bf16 bits (nextafter's) stays scalar: LLVM 20's x86 code
+// generation asserts on bf16 vector selects and bitcasts.
+// CHECK-LABEL: func.func @kernel_bf16_bits
+// CHECK-NOT: vector.transfer_read
+// CHECK: arith.bitcast %{{.*}} : bf16 to i16
+// CHECK: return
+func.func @kernel_bf16_bits(%a: tensor<5x64xbf16>) -> tensor<5x64xbf16> attributes {mlirc.kernel} {
+  %one = arith.constant 1 : i16
+  %e = tensor.empty() : tensor<5x64xbf16>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<5x64xbf16>) outs(%e : tensor<5x64xbf16>) {
+  ^bb0(%x: bf16, %o: bf16):
+    %i = arith.bitcast %x : bf16 to i16
+    %j = arith.addi %i, %one : i16
+    %n = arith.bitcast %j : i16 to bf16
+    linalg.yield %n : bf16
+  } -> tensor<5x64xbf16>
+  return %r : tensor<5x64xbf16>
+}
