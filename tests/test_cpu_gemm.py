@@ -132,6 +132,33 @@ def test_packed_linear_follows_weight_edits(monkeypatch, tmp_path, layer):
             torch.testing.assert_close(compiled(x), layer(x), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.skipif(not packed_weights.linear_available(torch.bfloat16), reason="torch built without oneDNN")
+@pytest.mark.parametrize("rows", [1, 67])
+@pytest.mark.parametrize(
+    "make", [lambda: torch.nn.Linear(300, 257), lambda: Conv1D(300, 257)], ids=["linear", "conv1d"]
+)
+def test_bfloat16_linear_packs_its_weight_and_follows_edits(monkeypatch, tmp_path, make, rows):
+    """bfloat16 GEMMs on a parameter run on oneDNN's packed weight without timing (the
+    same sums as torch.mm's, so eager's bits), and a weight edited in place or
+    replaced is packed again."""
+    monkeypatch.setattr(config, "cpu_gemm", "auto")
+    monkeypatch.setattr(gemm_choice, "_choices", {})
+    layer = make().to(torch.bfloat16)
+    x = torch.randn(rows, 300, dtype=torch.bfloat16)
+    with torch.no_grad():
+        assert "linear_sites[" in wrapper_source(layer, (x,), tmp_path)
+    compiled = torch.compile(layer, backend="mlirc")
+    edits = (
+        lambda: None,
+        lambda: layer.weight.mul_(-2.0),
+        lambda: setattr(layer.weight, "data", torch.randn_like(layer.weight)),
+    )
+    with torch.no_grad():
+        for edit in edits:
+            edit()
+            torch.testing.assert_close(compiled(x), layer(x), rtol=1.6e-2, atol=1e-2)
+
+
 def test_unknown_mode_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(config, "cpu_gemm", "mkl-please")
     with pytest.raises(MlircError, match="MLIRC_CPU_GEMM='mkl-please'"):

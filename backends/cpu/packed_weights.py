@@ -10,10 +10,12 @@ input's size does (oneDNN picks the blocked layout for the input's size).  Froze
 weights (passes/hoist_frozen.py) are the same tensors from call to call, so in
 inference the reorder runs once.
 
-GEMMs with a weight operand (a linear layer's) likewise keep MKL's packed form of it
-(`mkl._mkl_reorder_linear_weight`, what Inductor's freezing uses for float32 linears):
-10-20% faster than torch.mm for 128 rows (768x3072: 1.40 against 1.66 ms on 2 cores),
-slower for 1024; backends/cpu/gemm_choice.py times it beside torch.mm and oneDNN.
+GEMMs with a weight operand (a linear layer's) likewise keep a packed form of it, as
+Inductor's freezing does: MKL's for float32 (`mkl._mkl_reorder_linear_weight`), 10-20%
+faster than torch.mm for 128 rows (768x3072: 1.40 against 1.66 ms on 2 cores), slower
+for 1024; oneDNN's blocked layout for bfloat16 (`mkldnn._reorder_linear_weight`), 4%
+faster at 128 rows and 2x at one row (768x768: 0.029 against 0.056 ms), with the same
+sums as torch.mm's.  backends/cpu/gemm_choice.py times it beside torch.mm and oneDNN.
 """
 
 from __future__ import annotations
@@ -109,8 +111,10 @@ class PackedConv(_PackedSite):
         return y.permute(0, 2, 3, 1).contiguous()
 
 
-def linear_available() -> bool:
-    return torch._C.has_mkl and hasattr(torch.ops.mkl, "_mkl_linear")
+def linear_available(dtype: torch.dtype = torch.float32) -> bool:
+    if dtype == torch.bfloat16:
+        return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+    return dtype == torch.float32 and torch._C.has_mkl and hasattr(torch.ops.mkl, "_mkl_linear")
 
 
 class PackedLinear(_PackedSite):
@@ -120,6 +124,11 @@ class PackedLinear(_PackedSite):
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, root: torch.Tensor) -> torch.Tensor:
         rows = a.shape[0]
+        if a.dtype == torch.bfloat16:  # oneDNN's layout for this row count
+            packed = self.packed(
+                b, root, (rows,), lambda: torch.ops.mkldnn._reorder_linear_weight(b.t().contiguous(), rows)
+            )
+            return torch.ops.mkldnn._linear_pointwise(a, packed, None, "none", [], "")
 
         def pack() -> tuple[torch.Tensor, torch.Tensor]:
             weight = b.t().contiguous()
