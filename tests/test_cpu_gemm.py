@@ -117,7 +117,10 @@ def test_packed_linear_follows_weight_edits(monkeypatch, tmp_path, layer):
     monkeypatch.setattr(config, "cpu_gemm", "auto")
     monkeypatch.setattr(gemm_choice, "_measure", lambda a, b, packable: gemm_choice.PACKED if packable else "mm")
     monkeypatch.setattr(gemm_choice, "_choices", {})
-    x = torch.randn(67, 300)
+    _packed_site_follows_edits(layer, torch.randn(67, 300), tmp_path, rtol=1e-4, atol=1e-4)
+
+
+def _packed_site_follows_edits(layer: torch.nn.Module, x: torch.Tensor, tmp_path, **tolerances) -> None:
     with torch.no_grad():
         assert "linear_sites[" in wrapper_source(layer, (x,), tmp_path)
     compiled = torch.compile(layer, backend="mlirc")
@@ -129,7 +132,7 @@ def test_packed_linear_follows_weight_edits(monkeypatch, tmp_path, layer):
     with torch.no_grad():
         for edit in edits:
             edit()
-            torch.testing.assert_close(compiled(x), layer(x), rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(compiled(x), layer(x), **tolerances)
 
 
 @pytest.mark.skipif(not packed_weights.linear_available(torch.bfloat16), reason="torch built without oneDNN")
@@ -143,20 +146,8 @@ def test_bfloat16_linear_packs_its_weight_and_follows_edits(monkeypatch, tmp_pat
     replaced is packed again."""
     monkeypatch.setattr(config, "cpu_gemm", "auto")
     monkeypatch.setattr(gemm_choice, "_choices", {})
-    layer = make().to(torch.bfloat16)
     x = torch.randn(rows, 300, dtype=torch.bfloat16)
-    with torch.no_grad():
-        assert "linear_sites[" in wrapper_source(layer, (x,), tmp_path)
-    compiled = torch.compile(layer, backend="mlirc")
-    edits = (
-        lambda: None,
-        lambda: layer.weight.mul_(-2.0),
-        lambda: setattr(layer.weight, "data", torch.randn_like(layer.weight)),
-    )
-    with torch.no_grad():
-        for edit in edits:
-            edit()
-            torch.testing.assert_close(compiled(x), layer(x), rtol=1.6e-2, atol=1e-2)
+    _packed_site_follows_edits(make().to(torch.bfloat16), x, tmp_path, rtol=1.6e-2, atol=1e-2)
 
 
 def test_unknown_mode_is_a_clear_error(monkeypatch):
