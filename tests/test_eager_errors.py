@@ -189,3 +189,17 @@ def test_scalars_beyond_the_dtype(fn):
 def test_addmm_beta_zero_ignores_input():
     bias = torch.full((3, 3), float("nan"))
     assert_same_outcome(lambda i, a, b: torch.addmm(i, a, b, beta=0), bias, X, X.t().contiguous())
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, b, c: a.addcmul(b, c, value=0.5),  # a float value on integers: eager raises
+        lambda a, b, c: a.addcmul(b, c, value=3),
+    ],
+    ids=["float_value", "int_value"],
+)
+def test_addcmul_on_integers(fn):
+    """(An integer addcdiv never reaches mlirc: Dynamo's fake tensors raise first.)"""
+    a, b, c = (torch.randint(1, 9, (4, 5)) for _ in range(3))
+    assert_same_outcome(fn, a, b, c)

@@ -420,7 +420,10 @@ def _float_addcdiv(node: fx.Node) -> str | None:
 
 
 def _numeric_addcmul(node: fx.Node) -> str | None:
-    return "bool addcmul (eager raises)" if out_dtype(node) == torch.bool else None
+    dtype = out_dtype(node)
+    if dtype == torch.bool or (not dtype.is_floating_point and isinstance(arg(node, 3, "value", 1), float)):
+        return "bool addcmul, or a float value on integers (eager raises)"
+    return None
 
 
 def _addcmul_addcdiv(lctx: LoweringContext, node: fx.Node) -> ir.Value:
