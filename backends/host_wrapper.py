@@ -77,10 +77,15 @@ LIBRARY_CALLS = {
     "conv2d_nhwc_packed": "{out} = conv_sites[{site}]({0}, {1}, {root})",
     # MKL's GEMM on a weight packed once per call site (a linear layer's; packed_weights.py)
     "mm_packed": "{out} = linear_sites[{site}]({0}, {1}, {root})",
+    # A half-type GEMM with its bias `{2}`, added before the one rounding (mlirc-outline-library-calls)
+    "addmm": "torch.addmm({2}, {0}, {1}, out={out})",
+    "addmm_onednn": "{out} = onednn_mm({0}, {1}, {2})",
+    "addmm_packed": "{out} = linear_sites[{site}]({0}, {1}, {root}, {2})",
 }
 ALLOCATES_OWN_RESULT = frozenset(
-    {"conv2d", "conv2d_exact", "conv2d_nhwc", "conv2d_nhwc_packed", "mm_onednn", "mm_packed"}
-)
+    {"conv2d", "conv2d_exact", "conv2d_nhwc", "conv2d_nhwc_packed", "mm_onednn", "mm_packed", "addmm_onednn",
+     "addmm_packed"}
+)  # fmt: skip
 EXACT_ATTR = "exact"  # on a conv2d: sums that must not round to TF32 (see "conv2d_exact")
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).

@@ -13,6 +13,11 @@ views (every 3-D linear layer, attention) into a contraction `linalg.generic` th
 no library matches.  The kernel body is still lowered like any other, so
 `mlirc-opt` can run it, and MLIRC_LIBRARY_GEMM=0 turns the pass off: the ops then
 fuse with their epilogues and are generated.
+
+On the CPU, a bfloat16/float16 GEMM whose only reader adds a per-column bias (a
+linear layer's) takes the add into its kernel (`mlirc.library = "addmm"`): the
+library adds the bias to its float32 sums before it rounds once, as eager's addmm
+does.  Added after the call, the result would be rounded twice.
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ from mlir.dialects import func
 
 from mlirc.dialects import shapes
 from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
+from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.passes.ir_utils import entry_functions
 from mlirc.passes.registry import register_pass
 
 LIBRARY_TYPES = (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)
 LIBRARY_OPS = {"mlirc.matmul": "mm", "mlirc.batch_matmul": "bmm", "mlirc.conv2d": "conv2d"}
+HALF_TYPES = (ir.F16Type, ir.BF16Type)
 
 
 def library_of(kernel: func.FuncOp | None) -> str | None:
@@ -44,24 +51,51 @@ def _library_eligible(op: ir.Operation) -> bool:
     return op.name in LIBRARY_OPS and all(isinstance(shapes.elem_of(t), LIBRARY_TYPES) for t in types)
 
 
-def _outline(entry: func.FuncOp, op: ir.Operation, name: str) -> None:
+def _bias_add(op: ir.Operation) -> ir.Operation | None:
+    """The `mlirc.add` of a per-column bias that alone reads a half-type GEMM's result."""
+    result = op.results[0]
+    uses = list(result.uses)
+    if op.name != "mlirc.matmul" or not isinstance(shapes.elem_of(result), HALF_TYPES) or len(uses) != 1:
+        return None
+    add = uses[0].owner.operation
+    if add.name != "mlirc.add" or len(add.operands) != 2 or add.results[0].type != result.type:
+        return None
+    bias = add.operands[1] if add.operands[0] == result else add.operands[0]
+    columns = shapes.shape_of(result)[1]
+    if bias == result or columns is None or bias.type != ir.RankedTensorType.get([columns], shapes.elem_of(result)):
+        return None  # (a bias of one element, or of run-time size, broadcasts: oneDNN takes N exactly)
+    return add
+
+
+def _outline(entry: func.FuncOp, op: ir.Operation, name: str, bias_add: ir.Operation | None = None) -> None:
+    """`op` (and the bias add that reads it) as a call of a new kernel `name`."""
+    last = bias_add or op
     operands = list(op.operands)
+    if bias_add is not None:
+        operands += [v for v in bias_add.operands if v != op.results[0]]
     with ir.InsertionPoint(entry), op.location:
-        kernel = func.FuncOp(name, ([v.type for v in operands], [r.type for r in op.results]))
+        kernel = func.FuncOp(name, ([v.type for v in operands], [r.type for r in last.results]))
     kernel.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
-    kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get(LIBRARY_OPS[op.name])
+    kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get("addmm" if bias_add is not None else LIBRARY_OPS[op.name])
     args = {name: op.attributes[name] for name in op.attributes}
     kernel.attributes[LIBRARY_ARGS_ATTR] = ir.DictAttr.get(args)
     block = kernel.add_entry_block()
     clone = op.clone(ir.InsertionPoint(block))
-    for i, arg in enumerate(block.arguments):
-        clone.operands[i] = arg
+    for i in range(len(op.operands)):
+        clone.operands[i] = block.arguments[i]
+    if bias_add is not None:
+        add = bias_add.clone(ir.InsertionPoint(block))
+        for i, value in enumerate(bias_add.operands):
+            add.operands[i] = clone.results[0] if value == op.results[0] else block.arguments[len(op.operands)]
+        clone = add
     with ir.InsertionPoint(block), op.location:
         func.ReturnOp(list(clone.results))
-    with ir.InsertionPoint(op), op.location:
-        call = func.CallOp([r.type for r in op.results], ir.FlatSymbolRefAttr.get(name), operands)
-    for old, new in zip(op.results, call.results, strict=True):
+    with ir.InsertionPoint(last), op.location:
+        call = func.CallOp([r.type for r in last.results], ir.FlatSymbolRefAttr.get(name), operands)
+    for old, new in zip(last.results, call.results, strict=True):
         old.replace_all_uses_with(new)
+    if bias_add is not None:
+        bias_add.erase()
     op.erase()
 
 
@@ -84,9 +118,10 @@ def outline_library_calls(module: ir.Operation, options: OutlineLibraryCallsOpti
     body = module.regions[0].blocks[0]
     taken = {op.sym_name.value for op in body.operations if isinstance(op, func.FuncOp)}
     names = (f"library_{k}" for k in itertools.count() if f"library_{k}" not in taken)
+    on_cpu = target_of(module) == "cpu"
     for entry in entry_functions(body):
         # Symbolic GEMMs too: the host wrapper calls the library at whatever sizes
         # the call has (a deferred one only waited for the binding to outline it).
-        for op in (o.operation for o in list(entry.entry_block.operations)):
-            if _library_eligible(op):
-                _outline(entry, op, next(names))
+        gemms = [o.operation for o in entry.entry_block.operations if _library_eligible(o.operation)]
+        for op in gemms:
+            _outline(entry, op, next(names), _bias_add(op) if on_cpu else None)

@@ -17,7 +17,7 @@ from mlirc.dialects.attributes import ENTRY_ATTR, KERNEL_ATTR, LIBRARY_ATTR, PER
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
 
-GEMM_LIBRARIES = frozenset({"mm", "bmm"})
+GEMM_LIBRARIES = frozenset({"mm", "addmm", "bmm"})
 # A kernel formed on `?` dims reads its sizes (tensor.dim) for its empties.
 PLUMBING = frozenset({"arith.constant", "tensor.dim", "tensor.empty", "linalg.fill", "func.return"})
 

@@ -64,9 +64,9 @@ def onednn_available() -> bool:
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 
 
-def onednn_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b through oneDNN; its weight operand is b's (N, K) transpose, as a linear layer's."""
-    return torch.ops.mkldnn._linear_pointwise(a, b.t(), None, "none", [], "")
+def onednn_mm(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """a @ b (+ bias) through oneDNN; its weight operand is b's (N, K) transpose, as a linear layer's."""
+    return torch.ops.mkldnn._linear_pointwise(a, b.t(), bias, "none", [], "")
 
 
 def _eligible(a: torch.Tensor, b: torch.Tensor) -> bool:

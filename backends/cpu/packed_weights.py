@@ -122,17 +122,20 @@ class PackedLinear(_PackedSite):
     (N, K) one (nn.Linear's), or row-major itself (GPT-2's Conv1D), which is copied
     to (N, K) once, with the packing."""
 
-    def __call__(self, a: torch.Tensor, b: torch.Tensor, root: torch.Tensor) -> torch.Tensor:
+    def __call__(
+        self, a: torch.Tensor, b: torch.Tensor, root: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """a @ b, plus `bias` per column (added to the float32 sums, before rounding)."""
         rows = a.shape[0]
         if a.dtype == torch.bfloat16:  # oneDNN's layout for this row count
             packed = self.packed(
                 b, root, (rows,), lambda: torch.ops.mkldnn._reorder_linear_weight(b.t().contiguous(), rows)
             )
-            return torch.ops.mkldnn._linear_pointwise(a, packed, None, "none", [], "")
+            return torch.ops.mkldnn._linear_pointwise(a, packed, bias, "none", [], "")
 
         def pack() -> tuple[torch.Tensor, torch.Tensor]:
             weight = b.t().contiguous()
             return torch.ops.mkl._mkl_reorder_linear_weight(weight, rows), weight
 
         packed, weight = self.packed(b, root, (rows,), pack)
-        return torch.ops.mkl._mkl_linear(a, packed, weight, None, rows)
+        return torch.ops.mkl._mkl_linear(a, packed, weight, bias, rows)

@@ -51,8 +51,9 @@ class CpuWrapperBuilder(WrapperBuilder):
 
     def library_variant(self, library: str, operands: list[str]) -> str:
         metas = [self.meta.get(name) for name in operands]
-        if library == "mm" and all(m is not None for m in metas):
-            return gemm_choice.choose_mm(*metas, stable_weight=self._argument_root(operands[1]))
+        if library in ("mm", "addmm") and all(m is not None for m in metas):
+            choice = gemm_choice.choose_mm(*metas[:2], stable_weight=self._argument_root(operands[1]))
+            return choice if library == "mm" else choice.replace("mm", "addmm", 1)  # the same call with its bias
         if library == "conv2d_nhwc" and packed_weights.eligible(*metas) and self._argument_root(operands[1]):
             return "conv2d_nhwc_packed"
         return library
@@ -64,7 +65,7 @@ class CpuWrapperBuilder(WrapperBuilder):
         return self.root.get(name, "").startswith("arg")
 
     def call_site(self, library: str, fields: dict, operands: list[str]) -> dict:
-        if library == "mm_packed":
+        if library in ("mm_packed", "addmm_packed"):
             self.linear_sites.append(packed_weights.PackedLinear())
             return {"site": len(self.linear_sites) - 1, "root": self.root[operands[1]]}
         if library != "conv2d_nhwc_packed":

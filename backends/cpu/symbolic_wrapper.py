@@ -21,7 +21,7 @@ class SymbolicCpuWrapperBuilder(SymbolicWrapper, CpuWrapperBuilder):
         """torch's own GEMMs (a packed linear weight or a timed choice is per row
         count); convolutions as a bound wrapper's, their sites keeping a reordered
         weight per input shape for the last few shapes (`conv_shapes`)."""
-        return library if library == "mm" else super().library_variant(library, operands)
+        return library if library in ("mm", "addmm") else super().library_variant(library, operands)
 
 
 def builder_for(compiled: CompiledKernels) -> Callable[..., SymbolicCpuWrapperBuilder]:

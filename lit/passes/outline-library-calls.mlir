@@ -46,3 +46,53 @@ func.func @symbolic(%a: tensor<?x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x4xf
   %1 = "mlirc.matmul"(%b, %c) : (tensor<16x8xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
   return %0, %1 : tensor<?x8xf32>, tensor<16x4xf32>
 }
+
+// -----
+
+// On the CPU, a half-type GEMM whose only reader adds a per-column bias takes the add
+// into its kernel ("addmm": the library adds the bias before its one rounding, as
+// eager's addmm does).  A float32 GEMM, or one whose result is read twice, keeps its
+// add outside.
+// CHECK-LABEL: func.func @library_0(%{{.*}}: tensor<4x16xbf16>, %{{.*}}: tensor<16x8xbf16>, %{{.*}}: tensor<8xbf16>) -> tensor<4x8xbf16>
+// CHECK-SAME: mlirc.library = "addmm"
+// CHECK-NEXT: %[[P:.*]] = "mlirc.matmul"(%arg0, %arg1)
+// CHECK-NEXT: %[[S:.*]] = "mlirc.add"(%arg2, %[[P]])
+// CHECK-NEXT: return %[[S]]
+// CHECK-LABEL: func.func @library_1
+// CHECK-SAME: mlirc.library = "mm"
+// CHECK-LABEL: func.func @library_2
+// CHECK-SAME: mlirc.library = "mm"
+// CHECK-LABEL: func.func @biases
+// CHECK: %[[A:.*]] = call @library_0(%arg0, %arg1, %arg2)
+// CHECK: %[[M:.*]] = call @library_1(%arg3, %arg4)
+// CHECK: "mlirc.add"(%[[M]], %arg5)
+// CHECK: %[[T:.*]] = call @library_2(%arg0, %arg1)
+// CHECK: "mlirc.add"(%[[T]], %arg2)
+// CHECK: "mlirc.relu"(%[[T]])
+func.func @biases(%a: tensor<4x16xbf16>, %b: tensor<16x8xbf16>, %bias: tensor<8xbf16>,
+                  %fa: tensor<4x16xf32>, %fb: tensor<16x8xf32>, %fbias: tensor<8xf32>)
+    -> (tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>) attributes {mlirc.entry} {
+  %0 = "mlirc.matmul"(%a, %b) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
+  %1 = "mlirc.add"(%bias, %0) : (tensor<8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  %2 = "mlirc.matmul"(%fa, %fb) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %3 = "mlirc.add"(%2, %fbias) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %4 = "mlirc.matmul"(%a, %b) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
+  %5 = "mlirc.add"(%4, %bias) : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+  %6 = "mlirc.relu"(%4) : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  return %1, %3, %5, %6 : tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>
+}
+
+// -----
+
+// The GPU keeps a half-type GEMM's bias add outside (its epilogues are fused there).
+// CHECK-LABEL: func.func @library_0
+// CHECK-SAME: mlirc.library = "mm"
+// CHECK-LABEL: func.func @on_the_gpu
+// CHECK: "mlirc.add"
+module attributes {mlirc.target = "cuda"} {
+  func.func @on_the_gpu(%a: tensor<4x16xbf16>, %b: tensor<16x8xbf16>, %bias: tensor<8xbf16>) -> tensor<4x8xbf16> attributes {mlirc.entry} {
+    %0 = "mlirc.matmul"(%a, %b) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
+    %1 = "mlirc.add"(%0, %bias) : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+    return %1 : tensor<4x8xbf16>
+  }
+}
