@@ -23,6 +23,10 @@ _logged: set[str] = set()
 
 CPU_EAGER_DTYPES = frozenset({torch.float16, torch.bfloat16})
 _aten = torch.ops.aten
+CONTRACTIONS = frozenset(
+    {_aten.mm.default, _aten.bmm.default, _aten.addmm.default, _aten.baddbmm.default, _aten.addbmm.default,
+     _aten.convolution.default}
+)  # fmt: skip
 # Ops that move or convert half values without computing on them.
 HALF_SAFE_OPS = frozenset(
     {_aten.view.default, _aten._unsafe_view.default, _aten.permute.default, _aten.clone.default,
@@ -61,12 +65,18 @@ def _half_input_on_cpu(node: fx.Node) -> str | None:
     """With MLIRC_CPU_HALF=0, ops that compute on float16/bfloat16 inputs on the CPU run
     eagerly (a way to rule out mlirc's half-precision code when debugging); by default
     they compile, each op in float32 and rounded once at its result as eager's opmath
-    does (mlirc-cpu-widen-halves).  Ops that only move half values compile either way."""
-    if config.cpu_half or node.target in HALF_SAFE_OPS:
+    does (mlirc-cpu-widen-halves), GEMMs and convolutions as library calls -- eagerly
+    with MLIRC_LIBRARY_GEMM=0, whose generated contractions would sum in the half type.
+    Ops that only move half values compile either way."""
+    if node.target in HALF_SAFE_OPS:
+        return None
+    if config.cpu_half and (config.library_gemm or node.target not in CONTRACTIONS):
         return None
     for arg in node.all_input_nodes:
         meta = node_meta(arg)
         if isinstance(meta, torch.Tensor) and meta.dtype in CPU_EAGER_DTYPES and meta.device.type == "cpu":
+            if config.cpu_half:  # generated contractions (named linalg ops) would sum in the half type
+                return f"a {meta.dtype} contraction with MLIRC_LIBRARY_GEMM=0 computes eagerly on the CPU"
             return f"{meta.dtype} computes eagerly on the CPU"
     return None
 

@@ -14,10 +14,11 @@ no library matches.  The kernel body is still lowered like any other, so
 `mlirc-opt` can run it, and MLIRC_LIBRARY_GEMM=0 turns the pass off: the ops then
 fuse with their epilogues and are generated.
 
-On the CPU, a bfloat16/float16 GEMM whose only reader adds a per-column bias (a
-linear layer's) takes the add into its kernel (`mlirc.library = "addmm"`): the
-library adds the bias to its float32 sums before it rounds once, as eager's addmm
-does.  Added after the call, the result would be rounded twice.
+On the CPU, a bfloat16/float16 GEMM whose only reader adds an aten.addmm's
+per-column bias (a linear layer's; the add carries `mlirc.addmm_bias`) takes the add
+into its kernel (`mlirc.library = "addmm"`): the library adds the bias to its float32
+sums before it rounds once, as eager's addmm does.  Added after the call, the result
+would be rounded twice.  A user's `x @ w + b` is two ops in eager too, and stays so.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import shapes
-from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
+from mlirc.dialects.attributes import ADDMM_BIAS_ATTR, KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
 from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.passes.ir_utils import entry_functions
 from mlirc.passes.registry import register_pass
@@ -52,13 +53,13 @@ def _library_eligible(op: ir.Operation) -> bool:
 
 
 def _bias_add(op: ir.Operation) -> ir.Operation | None:
-    """The `mlirc.add` of a per-column bias that alone reads a half-type GEMM's result."""
+    """The `mlirc.add` of an addmm's per-column bias that alone reads a half-type GEMM's result."""
     result = op.results[0]
     uses = list(result.uses)
     if op.name != "mlirc.matmul" or not isinstance(shapes.elem_of(result), HALF_TYPES) or len(uses) != 1:
         return None
     add = uses[0].owner.operation
-    if add.name != "mlirc.add" or len(add.operands) != 2 or add.results[0].type != result.type:
+    if add.name != "mlirc.add" or ADDMM_BIAS_ATTR not in add.attributes or add.results[0].type != result.type:
         return None
     bias = add.operands[1] if add.operands[0] == result else add.operands[0]
     columns = shapes.shape_of(result)[1]

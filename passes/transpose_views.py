@@ -3,7 +3,7 @@ becomes a view on the host.
 
 BLAS takes transposed operands without a copy, so a kernel that only permutes its
 one argument (a weight's `.t()`, attention's key transpose) and whose result only
-`mm`/`bmm` library kernels read is marked `mlirc.library = "permute"` with its
+`mm`/`addmm`/`bmm` library kernels read is marked `mlirc.library = "permute"` with its
 permutation in `mlirc.perm`; the host wrapper emits `.permute()` for it.  The
 kernel stays in the IR, so `mlirc-opt` can still run it.
 """

@@ -125,6 +125,16 @@ def test_gemm_read_twice_keeps_its_bias_add_apart():
         return product + b, product * 2  # eager rounds the product here too
 
     compile_and_compare(fn, x, w, b, rtol=0, atol=0)
+    compile_and_compare(lambda x, w, b: x @ w.t() + b, x, w, b, rtol=0, atol=0)  # two ops in eager too
+
+
+def test_contractions_run_eagerly_without_library_gemms(monkeypatch):
+    """MLIRC_LIBRARY_GEMM=0 generates GEMMs as named linalg ops, which would sum in the
+    half type: half GEMMs and convolutions then run eagerly, the rest compiles."""
+    monkeypatch.setattr(config, "library_gemm", False)
+    x, w = torch.randn(6, 33, dtype=torch.bfloat16), torch.randn(20, 33, dtype=torch.bfloat16)
+    stats = compile_and_compare(lambda x, w: (x @ w.t()).relu() * 2, x, w, expect_no_fallback=False, rtol=0, atol=0)
+    assert stats.fallback_nodes == 1 and "contraction" in " ".join(stats.fallback_ops), stats.summary()
 
 
 def test_linear_layers_on_symbolic_batch_sizes(monkeypatch):

@@ -17,10 +17,11 @@ the choice for 64x784x512, a 12% loss for the MLP.  The answer is remembered for
 the process.
 
 Both compute the same products in a different order: results agree to float32
-rounding (relative 1e-6 on K=784), as two BLAS builds would.  In bfloat16 all three
-are oneDNN's GEMM (torch.mm calls it too) and give the same results; only the packed
-weight differs.  oneDNN's post-ops are not used: its ReLU maps NaN to 0 where eager
-keeps NaN.
+rounding (relative 1e-6 on K=784), as two BLAS builds would.  In bfloat16 (on CPUs
+where oneDNN takes it) all three sum in float32 and round once; they agreed bit for bit
+on the shapes measured, though oneDNN's inner product (the linear calls) and its
+matmul (torch.mm) may order sums differently.  oneDNN's post-ops are not used: its
+ReLU maps NaN to 0 where eager keeps NaN.
 """
 
 from __future__ import annotations
@@ -74,8 +75,13 @@ def _eligible(a: torch.Tensor, b: torch.Tensor) -> bool:
     one-row GEMM's time there: oneDNN's bf16 call costs what torch.mm's does)."""
     (m, k), n = a.shape, b.shape[1]
     least = MIN_MACS if a.dtype == torch.float32 else 1
+    bf16_ok = a.dtype == torch.float32 or torch.ops.mkldnn._is_mkldnn_bf16_supported()  # AVX-512 CPUs only
     return (
-        a.dtype == b.dtype and a.dtype in (torch.float32, torch.bfloat16) and m * n * k >= least and onednn_available()
+        a.dtype == b.dtype
+        and a.dtype in (torch.float32, torch.bfloat16)
+        and m * n * k >= least
+        and onednn_available()
+        and bf16_ok
     )
 
 

@@ -112,8 +112,12 @@ class PackedConv(_PackedSite):
 
 
 def linear_available(dtype: torch.dtype = torch.float32) -> bool:
-    if dtype == torch.bfloat16:
-        return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+    if dtype == torch.bfloat16:  # oneDNN takes bf16 only on AVX-512 (or AVX-NE-CONVERT) CPUs
+        return (
+            torch.backends.mkldnn.is_available()
+            and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+            and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        )
     return dtype == torch.float32 and torch._C.has_mkl and hasattr(torch.ops.mkl, "_mkl_linear")
 
 

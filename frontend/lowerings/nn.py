@@ -12,6 +12,7 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
+from mlirc.dialects.attributes import ADDMM_BIAS_ATTR
 from mlirc.dialects.dims import dim_of
 from mlirc.errors import UnsupportedOpError
 from mlirc.frontend.lowerings.api import (
@@ -331,7 +332,10 @@ def _addmm(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     bias = lctx.typed(node.args[0], dtype)
     if beta != 1:
         bias = b.elementwise("mul", bias, lctx.typed(beta, dtype))
-    return b.elementwise("add", product, bias)
+    total = b.elementwise("add", product, bias)
+    if alpha == 1 and beta == 1:
+        total.owner.attributes[ADDMM_BIAS_ATTR] = ir.UnitAttr.get()
+    return total
 
 
 @register(aten.addbmm.default, check=_float_only)
