@@ -14,8 +14,8 @@ GEMMs with a weight operand (a linear layer's) likewise keep a packed form of it
 Inductor's freezing does: MKL's for float32 (`mkl._mkl_reorder_linear_weight`), 10-20%
 faster than torch.mm for 128 rows (768x3072: 1.40 against 1.66 ms on 2 cores), slower
 for 1024; oneDNN's blocked layout for bfloat16 (`mkldnn._reorder_linear_weight`), 4%
-faster at 128 rows and 2x at one row (768x768: 0.029 against 0.056 ms), with the same
-sums as torch.mm's.  backends/cpu/gemm_choice.py times it beside torch.mm and oneDNN.
+faster at 128 rows and 2x at one row (768x768: 0.029 against 0.056 ms), bit for bit
+torch.mm's results on the shapes measured.  backends/cpu/gemm_choice.py times it beside torch.mm and oneDNN.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ class CpuWrapperBuilder(WrapperBuilder):
         metas = [self.meta.get(name) for name in operands]
         if library in ("mm", "addmm") and all(m is not None for m in metas):
             choice = gemm_choice.choose_mm(*metas[:2], stable_weight=self._argument_root(operands[1]))
-            return choice if library == "mm" else choice.replace("mm", "addmm", 1)  # the same call with its bias
+            return choice if library == "mm" else gemm_choice.WITH_BIAS[choice]
         if library == "conv2d_nhwc" and packed_weights.eligible(*metas) and self._argument_root(operands[1]):
             return "conv2d_nhwc_packed"
         return library
