@@ -19,6 +19,11 @@ per-column bias (a linear layer's; the add carries `mlirc.addmm_bias`) takes the
 into its kernel (`mlirc.library = "addmm"`): the library adds the bias to its float32
 sums before it rounds once, as eager's addmm does.  Added after the call, the result
 would be rounded twice.  A user's `x @ w + b` is two ops in eager too, and stays so.
+A float32 GEMM rounds its sums to float32 either way, so its bias add joins the call
+only where it would otherwise be a kernel of its own: where its result reaches, through
+views, nothing but the region's results and other library calls (attention's q, k and
+v projections, whose results go to SDPA).  Elsewhere the add fuses into the kernel
+after the GEMM (GELU, the residual and layer norm) for free.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from mlirc.passes.registry import register_pass
 LIBRARY_TYPES = (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)
 LIBRARY_OPS = {"mlirc.matmul": "mm", "mlirc.batch_matmul": "bmm", "mlirc.conv2d": "conv2d"}
 HALF_TYPES = (ir.F16Type, ir.BF16Type)
+VIEW_OPS = frozenset({"mlirc.reshape", "mlirc.permute"})
 
 
 def library_of(kernel: func.FuncOp | None) -> str | None:
@@ -53,19 +59,35 @@ def _library_eligible(op: ir.Operation) -> bool:
 
 
 def _bias_add(op: ir.Operation) -> ir.Operation | None:
-    """The `mlirc.add` of an addmm's per-column bias that alone reads a half-type GEMM's result."""
+    """The `mlirc.add` of an addmm's per-column bias that alone reads a GEMM's result and
+    joins its library call (a half type's always, float32's where it reaches no kernel)."""
     result = op.results[0]
     uses = list(result.uses)
-    if op.name != "mlirc.matmul" or not isinstance(shapes.elem_of(result), HALF_TYPES) or len(uses) != 1:
+    if op.name != "mlirc.matmul" or len(uses) != 1:
         return None
     add = uses[0].owner.operation
     if add.name != "mlirc.add" or ADDMM_BIAS_ATTR not in add.attributes or add.results[0].type != result.type:
+        return None
+    if not isinstance(shapes.elem_of(result), HALF_TYPES) and not _reaches_no_kernel(add.results[0]):
         return None
     bias = add.operands[1] if add.operands[0] == result else add.operands[0]
     columns = shapes.shape_of(result)[1]
     if bias == result or columns is None or bias.type != ir.RankedTensorType.get([columns], shapes.elem_of(result)):
         return None  # (a bias of one element, or of run-time size, broadcasts: oneDNN takes N exactly)
     return add
+
+
+def _reaches_no_kernel(value: ir.Value) -> bool:
+    """Whether `value` is read, through views, only by the function's return and by
+    other library calls: an elementwise op on it would be a kernel of its own."""
+    for use in value.uses:
+        reader = use.owner.operation
+        if reader.name in VIEW_OPS:
+            if not _reaches_no_kernel(reader.results[0]):
+                return False
+        elif reader.name != "func.return" and not _library_eligible(reader):
+            return False
+    return True
 
 
 def _outline(entry: func.FuncOp, op: ir.Operation, name: str, bias_add: ir.Operation | None = None) -> None:

@@ -154,3 +154,47 @@ def test_unknown_mode_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(config, "cpu_gemm", "mkl-please")
     with pytest.raises(MlircError, match="MLIRC_CPU_GEMM='mkl-please'"):
         gemm_choice.choose_mm(_meta(256, 128), _meta(128, 96))
+
+
+class _Projections(torch.nn.Module):
+    """Attention's q, k and v projections: each bias add reaches only SDPA."""
+
+    def __init__(self, width: int = 96, heads: int = 4) -> None:
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(width, width) for _ in range(3))
+        self.heads = heads
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, tokens, width = x.shape
+
+        def split(t: torch.Tensor) -> torch.Tensor:
+            return t.view(batch, tokens, self.heads, width // self.heads).transpose(1, 2)
+
+        attended = torch.nn.functional.scaled_dot_product_attention(
+            split(self.q(x)), split(self.k(x)), split(self.v(x))
+        )
+        return attended.transpose(1, 2).reshape(batch, tokens, width)
+
+
+@pytest.mark.parametrize("choice", [gemm_choice.BLAS, gemm_choice.ONEDNN, gemm_choice.PACKED])
+def test_float32_bias_without_a_kernel_joins_its_gemm(monkeypatch, tmp_path, choice):
+    """A float32 bias add that would be a kernel of its own (its result goes only to
+    SDPA) is added by the GEMM call, on every GEMM choice, static and symbolic batch."""
+    if choice == gemm_choice.PACKED and not packed_weights.linear_available():
+        pytest.skip("torch built without MKL")
+    monkeypatch.setattr(config, "cpu_gemm", "auto")
+    monkeypatch.setattr(gemm_choice, "_measure", lambda a, b, packable: choice)
+    monkeypatch.setattr(gemm_choice, "_choices", {})
+    monkeypatch.setattr(gemm_choice, "MIN_MACS", 0)
+    torch.manual_seed(5)
+    layer = _Projections().eval()
+    with torch.no_grad():
+        regions = wrapper_source(layer, (torch.randn(2, 13, 96),), tmp_path).split("def call(")
+        projections = [r for r in regions if "arg6" in r]  # the one with the three layers' weights
+        assert len(projections) == 1 and "kernels[" not in projections[0], regions
+        for shape in [(1, 1, 96), (3, 7, 96)]:
+            compile_and_compare(layer, torch.randn(shape), rtol=1e-5, atol=1e-5)
+        compiled = torch.compile(layer, backend="mlirc", dynamic=True)
+        for batch in (2, 5):
+            x = torch.randn(batch, 11, 96)
+            torch.testing.assert_close(compiled(x), layer(x), rtol=1e-5, atol=1e-5)

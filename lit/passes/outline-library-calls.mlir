@@ -51,40 +51,52 @@ func.func @symbolic(%a: tensor<?x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x4xf
 
 // On the CPU, a half-type GEMM whose only reader adds an aten.addmm's per-column
 // bias (mlirc.addmm_bias) takes the add into its kernel ("addmm": the library adds the
-// bias before its one rounding, as eager's addmm does).  A float32 GEMM, one whose
-// result is read twice, and a user's own `x @ w + b` (two roundings in eager too) keep
-// their adds outside.
+// bias before its one rounding, as eager's addmm does).  A float32 GEMM's bias joins
+// it only where the add would be a kernel of its own (its result reaches, through
+// views, only results and library calls): not where a multiply reads it.  A GEMM whose
+// result is read twice, and a user's own `x @ w + b` (two roundings in eager too),
+// keep their adds outside.
 // CHECK-LABEL: func.func @library_0(%{{.*}}: tensor<4x16xbf16>, %{{.*}}: tensor<16x8xbf16>, %{{.*}}: tensor<8xbf16>) -> tensor<4x8xbf16>
 // CHECK-SAME: mlirc.library = "addmm"
 // CHECK-NEXT: %[[P:.*]] = "mlirc.matmul"(%arg0, %arg1)
 // CHECK-NEXT: %[[S:.*]] = "mlirc.add"(%arg2, %[[P]])
 // CHECK-NEXT: return %[[S]]
 // CHECK-LABEL: func.func @library_1
-// CHECK-SAME: mlirc.library = "mm"
+// CHECK-SAME: mlirc.library = "addmm"
 // CHECK-LABEL: func.func @library_2
+// CHECK-SAME: mlirc.library = "mm"
+// CHECK-LABEL: func.func @library_3
+// CHECK-SAME: mlirc.library = "mm"
+// CHECK-LABEL: func.func @library_4
 // CHECK-SAME: mlirc.library = "mm"
 // CHECK-LABEL: func.func @biases
 // CHECK: %[[A:.*]] = call @library_0(%arg0, %arg1, %arg2)
-// CHECK: %[[M:.*]] = call @library_1(%arg3, %arg4)
-// CHECK: "mlirc.add"(%[[M]], %arg5)
-// CHECK: %[[T:.*]] = call @library_2(%arg0, %arg1)
+// CHECK: %[[F:.*]] = call @library_1(%arg3, %arg4, %arg5)
+// CHECK: %[[G:.*]] = call @library_2(%arg3, %arg4)
+// CHECK: %[[GB:.*]] = "mlirc.add"(%[[G]], %arg5)
+// CHECK: "mlirc.mul"(%[[GB]], %[[GB]])
+// CHECK: %[[T:.*]] = call @library_3(%arg0, %arg1)
 // CHECK: "mlirc.add"(%[[T]], %arg2)
 // CHECK: "mlirc.relu"(%[[T]])
-// CHECK: %[[U:.*]] = call @library_3(%arg0, %arg1)
+// CHECK: %[[U:.*]] = call @library_4(%arg0, %arg1)
 // CHECK: "mlirc.add"(%[[U]], %arg2)
 func.func @biases(%a: tensor<4x16xbf16>, %b: tensor<16x8xbf16>, %bias: tensor<8xbf16>,
                   %fa: tensor<4x16xf32>, %fb: tensor<16x8xf32>, %fbias: tensor<8xf32>)
-    -> (tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) attributes {mlirc.entry} {
+    -> (tensor<4x8xbf16>, tensor<2x16xf32>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) attributes {mlirc.entry} {
   %0 = "mlirc.matmul"(%a, %b) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
   %1 = "mlirc.add"(%bias, %0) {mlirc.addmm_bias} : (tensor<8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
   %2 = "mlirc.matmul"(%fa, %fb) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
   %3 = "mlirc.add"(%2, %fbias) {mlirc.addmm_bias} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %r = "mlirc.reshape"(%3) : (tensor<4x8xf32>) -> tensor<2x16xf32>
+  %g = "mlirc.matmul"(%fa, %fb) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %gb = "mlirc.add"(%g, %fbias) {mlirc.addmm_bias} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %sq = "mlirc.mul"(%gb, %gb) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %4 = "mlirc.matmul"(%a, %b) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
   %5 = "mlirc.add"(%4, %bias) {mlirc.addmm_bias} : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
   %6 = "mlirc.relu"(%4) : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
   %7 = "mlirc.matmul"(%a, %b) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
   %8 = "mlirc.add"(%7, %bias) : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
-  return %1, %3, %5, %6, %8 : tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>
+  return %1, %r, %sq, %5, %6, %8 : tensor<4x8xbf16>, tensor<2x16xf32>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>
 }
 
 // -----
