@@ -77,7 +77,7 @@ LIBRARY_CALLS = {
     "conv2d_nhwc_packed": "{out} = conv_sites[{site}]({0}, {1}, {root})",
     # MKL's GEMM on a weight packed once per call site (a linear layer's; packed_weights.py)
     "mm_packed": "{out} = linear_sites[{site}]({0}, {1}, {root})",
-    # A half-type GEMM with its bias `{2}`, added before the one rounding (mlirc-outline-library-calls)
+    # A GEMM with its bias `{2}`, added to the sums before they are rounded (mlirc-outline-library-calls)
     "addmm": "torch.addmm({2}, {0}, {1}, out={out})",
     "addmm_onednn": "{out} = onednn_mm({0}, {1}, {2})",
     "addmm_packed": "{out} = linear_sites[{site}]({0}, {1}, {root}, {2})",

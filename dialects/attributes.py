@@ -23,7 +23,8 @@ TARGET_ATTR = "mlirc.target"  # "cpu" or "cuda"
 # --- ops
 PERM_ATTR = "mlirc.perm"  # of a "permute" view (mlirc-transpose-views)
 # On the `mlirc.add` of an aten.addmm's bias: eager adds it before its GEMM's one
-# rounding (mlirc-outline-library-calls keeps it so); a user's `x @ w + b` rounds twice.
+# rounding (mlirc-outline-library-calls keeps it so in half types, and joins it to the
+# GEMM call in wider ones where it would be a kernel alone); a user's `x @ w + b` rounds twice.
 ADDMM_BIAS_ATTR = "mlirc.addmm_bias"
 # An mlirc op a pass left for static sizes (the pass's name): lowered once they are bound
 DEFERRED_ATTR = "mlirc.deferred"

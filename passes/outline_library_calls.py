@@ -19,11 +19,13 @@ per-column bias (a linear layer's; the add carries `mlirc.addmm_bias`) takes the
 into its kernel (`mlirc.library = "addmm"`): the library adds the bias to its float32
 sums before it rounds once, as eager's addmm does.  Added after the call, the result
 would be rounded twice.  A user's `x @ w + b` is two ops in eager too, and stays so.
-A float32 GEMM rounds its sums to float32 either way, so its bias add joins the call
-only where it would otherwise be a kernel of its own: where its result reaches, through
-views, nothing but the region's results and other library calls (attention's q, k and
-v projections, whose results go to SDPA).  Elsewhere the add fuses into the kernel
-after the GEMM (GELU, the residual and layer norm) for free.
+A float32 (or float64) GEMM rounds its sums to its own type either way, so its bias
+add joins the call only where it would otherwise be a kernel of its own: where its
+result reaches, through views, nothing but the region's results and other library
+calls (attention's q, k and v projections, whose results go to SDPA).  Elsewhere the
+add fuses into the kernel after the GEMM (GELU, the residual and layer norm) for free,
+and a narrow one (a classifier head) stays "mm" for mlirc-cpu-skinny-matmul, which
+generates the GEMM with its bias fused.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def _library_eligible(op: ir.Operation) -> bool:
 
 def _bias_add(op: ir.Operation) -> ir.Operation | None:
     """The `mlirc.add` of an addmm's per-column bias that alone reads a GEMM's result and
-    joins its library call (a half type's always, float32's where it reaches no kernel)."""
+    joins its library call (a half type's always, a wider type's where it reaches no
+    kernel and the GEMM is not one mlirc-cpu-skinny-matmul generates)."""
     result = op.results[0]
     uses = list(result.uses)
     if op.name != "mlirc.matmul" or len(uses) != 1:
@@ -68,13 +71,22 @@ def _bias_add(op: ir.Operation) -> ir.Operation | None:
     add = uses[0].owner.operation
     if add.name != "mlirc.add" or ADDMM_BIAS_ATTR not in add.attributes or add.results[0].type != result.type:
         return None
-    if not isinstance(shapes.elem_of(result), HALF_TYPES) and not _reaches_no_kernel(add.results[0]):
-        return None
     bias = add.operands[1] if add.operands[0] == result else add.operands[0]
     columns = shapes.shape_of(result)[1]
+    if not isinstance(shapes.elem_of(result), HALF_TYPES) and (
+        not _reaches_no_kernel(add.results[0]) or _skinny(columns)
+    ):
+        return None
     if bias == result or columns is None or bias.type != ir.RankedTensorType.get([columns], shapes.elem_of(result)):
         return None  # (a bias of one element, or of run-time size, broadcasts: oneDNN takes N exactly)
     return add
+
+
+def _skinny(columns: int | None) -> bool:
+    # Imported here: that pass reads this one's library marks (library_of).
+    from mlirc.passes.cpu_skinny_matmul import MAX_N
+
+    return columns is not None and columns <= MAX_N
 
 
 def _reaches_no_kernel(value: ir.Value) -> bool:

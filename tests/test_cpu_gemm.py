@@ -179,7 +179,8 @@ class _Projections(torch.nn.Module):
 @pytest.mark.parametrize("choice", [gemm_choice.BLAS, gemm_choice.ONEDNN, gemm_choice.PACKED])
 def test_float32_bias_without_a_kernel_joins_its_gemm(monkeypatch, tmp_path, choice):
     """A float32 bias add that would be a kernel of its own (its result goes only to
-    SDPA) is added by the GEMM call, on every GEMM choice, static and symbolic batch."""
+    SDPA) is added by the GEMM call, on each GEMM choice; a symbolic batch (torch.addmm
+    whatever the choice) gives eager's answers too."""
     if choice == gemm_choice.PACKED and not packed_weights.linear_available():
         pytest.skip("torch built without MKL")
     monkeypatch.setattr(config, "cpu_gemm", "auto")

@@ -53,7 +53,8 @@ func.func @symbolic(%a: tensor<?x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x4xf
 // bias (mlirc.addmm_bias) takes the add into its kernel ("addmm": the library adds the
 // bias before its one rounding, as eager's addmm does).  A float32 GEMM's bias joins
 // it only where the add would be a kernel of its own (its result reaches, through
-// views, only results and library calls): not where a multiply reads it.  A GEMM whose
+// views, only results and library calls): not where a multiply reads it, nor for a
+// narrow result (mlirc-cpu-skinny-matmul generates those, bias fused).  A GEMM whose
 // result is read twice, and a user's own `x @ w + b` (two roundings in eager too),
 // keep their adds outside.
 // CHECK-LABEL: func.func @library_0(%{{.*}}: tensor<4x16xbf16>, %{{.*}}: tensor<16x8xbf16>, %{{.*}}: tensor<8xbf16>) -> tensor<4x8xbf16>
@@ -69,6 +70,8 @@ func.func @symbolic(%a: tensor<?x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x4xf
 // CHECK-SAME: mlirc.library = "mm"
 // CHECK-LABEL: func.func @library_4
 // CHECK-SAME: mlirc.library = "mm"
+// CHECK-LABEL: func.func @library_5
+// CHECK-SAME: mlirc.library = "mm"
 // CHECK-LABEL: func.func @biases
 // CHECK: %[[A:.*]] = call @library_0(%arg0, %arg1, %arg2)
 // CHECK: %[[F:.*]] = call @library_1(%arg3, %arg4, %arg5)
@@ -80,23 +83,28 @@ func.func @symbolic(%a: tensor<?x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x4xf
 // CHECK: "mlirc.relu"(%[[T]])
 // CHECK: %[[U:.*]] = call @library_4(%arg0, %arg1)
 // CHECK: "mlirc.add"(%[[U]], %arg2)
+// CHECK: %[[N:.*]] = call @library_5(%arg3, %arg6)
+// CHECK: "mlirc.add"(%[[N]], %arg7)
 func.func @biases(%a: tensor<4x16xbf16>, %b: tensor<16x8xbf16>, %bias: tensor<8xbf16>,
-                  %fa: tensor<4x16xf32>, %fb: tensor<16x8xf32>, %fbias: tensor<8xf32>)
-    -> (tensor<4x8xbf16>, tensor<2x16xf32>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) attributes {mlirc.entry} {
+                  %fa: tensor<4x16xf32>, %fb: tensor<16x24xf32>, %fbias: tensor<24xf32>,
+                  %nb: tensor<16x8xf32>, %nbias: tensor<8xf32>)
+    -> (tensor<4x8xbf16>, tensor<2x48xf32>, tensor<4x24xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xf32>) attributes {mlirc.entry} {
   %0 = "mlirc.matmul"(%a, %b) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
   %1 = "mlirc.add"(%bias, %0) {mlirc.addmm_bias} : (tensor<8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
-  %2 = "mlirc.matmul"(%fa, %fb) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
-  %3 = "mlirc.add"(%2, %fbias) {mlirc.addmm_bias} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
-  %r = "mlirc.reshape"(%3) : (tensor<4x8xf32>) -> tensor<2x16xf32>
-  %g = "mlirc.matmul"(%fa, %fb) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
-  %gb = "mlirc.add"(%g, %fbias) {mlirc.addmm_bias} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
-  %sq = "mlirc.mul"(%gb, %gb) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = "mlirc.matmul"(%fa, %fb) : (tensor<4x16xf32>, tensor<16x24xf32>) -> tensor<4x24xf32>
+  %3 = "mlirc.add"(%2, %fbias) {mlirc.addmm_bias} : (tensor<4x24xf32>, tensor<24xf32>) -> tensor<4x24xf32>
+  %r = "mlirc.reshape"(%3) : (tensor<4x24xf32>) -> tensor<2x48xf32>
+  %g = "mlirc.matmul"(%fa, %fb) : (tensor<4x16xf32>, tensor<16x24xf32>) -> tensor<4x24xf32>
+  %gb = "mlirc.add"(%g, %fbias) {mlirc.addmm_bias} : (tensor<4x24xf32>, tensor<24xf32>) -> tensor<4x24xf32>
+  %sq = "mlirc.mul"(%gb, %gb) : (tensor<4x24xf32>, tensor<4x24xf32>) -> tensor<4x24xf32>
   %4 = "mlirc.matmul"(%a, %b) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
   %5 = "mlirc.add"(%4, %bias) {mlirc.addmm_bias} : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
   %6 = "mlirc.relu"(%4) : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
   %7 = "mlirc.matmul"(%a, %b) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
   %8 = "mlirc.add"(%7, %bias) : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
-  return %1, %r, %sq, %5, %6, %8 : tensor<4x8xbf16>, tensor<2x16xf32>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>
+  %n = "mlirc.matmul"(%fa, %nb) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %nbb = "mlirc.add"(%n, %nbias) {mlirc.addmm_bias} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %1, %r, %sq, %5, %6, %8, %nbb : tensor<4x8xbf16>, tensor<2x48xf32>, tensor<4x24xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xf32>
 }
 
 // -----
