@@ -26,14 +26,11 @@ from mlirc.dialects import shapes
 from mlirc.errors import StaticSizesNeeded
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions
+from mlirc.passes.outline_library_calls import SKINNY_MAX_N as MAX_N
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
 from mlirc.passes.transpose_views import generic_perm
 
-# Widest result kept out of the library.  Generated dot products do two loads per
-# multiply-add where a BLAS micro-kernel reuses each load across a register block,
-# so the library wins once N is wide enough to fill one.
-MAX_N = 16
 TYPES = (ir.F32Type, ir.F64Type)  # accumulating in bf16/f16 would lose eager's f32 sums
 
 

@@ -46,6 +46,12 @@ LIBRARY_TYPES = (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)
 LIBRARY_OPS = {"mlirc.matmul": "mm", "mlirc.batch_matmul": "bmm", "mlirc.conv2d": "conv2d"}
 HALF_TYPES = (ir.F16Type, ir.BF16Type)
 VIEW_OPS = frozenset({"mlirc.reshape", "mlirc.permute"})
+# Widest GEMM result mlirc-cpu-skinny-matmul generates instead of calling the library
+# (defined here, where both passes read it: CPU passes import this shared one, not the
+# other way).  Generated dot products do two loads per multiply-add where a BLAS
+# micro-kernel reuses each load across a register block, so the library wins once N is
+# wide enough to fill one.
+SKINNY_MAX_N = 16
 
 
 def library_of(kernel: func.FuncOp | None) -> str | None:
@@ -83,10 +89,7 @@ def _bias_add(op: ir.Operation) -> ir.Operation | None:
 
 
 def _skinny(columns: int | None) -> bool:
-    # Imported here: that pass reads this one's library marks (library_of).
-    from mlirc.passes.cpu_skinny_matmul import MAX_N
-
-    return columns is not None and columns <= MAX_N
+    return columns is not None and columns <= SKINNY_MAX_N
 
 
 def _reaches_no_kernel(value: ir.Value) -> bool:
