@@ -2,6 +2,11 @@
 issue's microbenchmarks, in one process, one run.
 
     python benchmarks/gpu_bench.py [out_dir] [--cases a,b] [--backends eager,mlirc] [--dynamic]
+    python benchmarks/gpu_bench.py [out_dir] --suite zoo [--cases resnet18,gpt2]
+
+`--suite zoo` runs benchmarks/zoo.py's real architectures instead: each model at batch
+ZOO_BATCH in default mode and with CUDA graphs (mode="reduce-overhead", for Inductor and
+mlirc alike), and at ZOO_THROUGHPUT_BATCH in default mode; files gpu-zoo-<device>.md/.json.
 
 With --dynamic every compiler gets torch.compile(dynamic=True) (symbolic sizes), a
 column mlirc-static times mlirc without it in the same rounds, columns dynamo and
@@ -31,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import zoo  # noqa: E402
 from models import MODELS, make_case, own_frame  # noqa: E402
 
 import mlirc  # noqa: E402
@@ -43,6 +49,9 @@ REDUCE_OVERHEAD = ("mlp@reduce-overhead", "transformer_encoder@reduce-overhead")
 # GEMM variants timed per region by both compilers
 MAX_AUTOTUNE = ("bf16_linear_gelu_8192x4096@max-autotune-no-cudagraphs",)
 BACKENDS = ("eager", "inductor", "mlirc")
+ZOO_BATCH, ZOO_THROUGHPUT_BATCH = 32, 128
+# a zoo row's mode -> what the summary calls its group
+ZOO_GROUPS = {None: f"batch {ZOO_BATCH}, default", "reduce-overhead": f"batch {ZOO_BATCH}, reduce-overhead"}
 # with --dynamic, besides BACKENDS: column -> (torch.compile backend, dynamic)
 DYNAMIC_BASELINES = {"mlirc-static": ("mlirc", None), "dynamo": ("eager", True), "dynamo-static": ("eager", None)}
 
@@ -90,6 +99,26 @@ def _gpu_sized(name: str) -> tuple[Callable, tuple]:
     return fn, inputs
 
 
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Llama's RMSNorm."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
+
+
+def _zoo_rows(models: list[str]) -> list[str]:
+    """A zoo model's three rows: `<model>@<batch>[@<mode>]`."""
+    return [
+        r
+        for m in models
+        for r in (f"{m}@{ZOO_BATCH}", f"{m}@{ZOO_BATCH}@reduce-overhead", f"{m}@{ZOO_THROUGHPUT_BATCH}")
+    ]
+
+
+def _zoo_case(row: str) -> tuple[str, Callable, tuple, str | None]:
+    model, batch, *mode = row.split("@")
+    fn, inputs = zoo.make_model(model, int(batch))
+    return f"{model}@{batch}", fn.cuda(), tuple(x.cuda() for x in inputs), (mode[0] if mode else None)
+
+
 def _micro_cases() -> dict[str, tuple[Callable, tuple, float]]:
     """name -> (fn, args, bytes moved per call)"""
     big = 8192 * 8192
@@ -107,6 +136,11 @@ def _micro_cases() -> dict[str, tuple[Callable, tuple, float]]:
         "elementwise_chain_8192x8192": (chain, (x, y), 3 * 4 * big),
         "softmax_16384x4096": (lambda t: torch.softmax(t, -1), (rows,), 2 * 4 * rows.numel()),
         "layer_norm_16384x4096": (lambda t, w, b: F.layer_norm(t, (4096,), w, b), (rows, w, b), 2 * 4 * rows.numel()),
+        # reductions of other layouts and multi-pass forms (bandwidth-bound: % of copy below)
+        "rms_norm_16384x4096": (_rms_norm, (rows, w), 2 * 4 * rows.numel()),
+        "logsumexp_16384x4096": (lambda t: torch.logsumexp(t, -1), (rows,), 4 * rows.numel()),
+        "column_sum_16384x4096": (lambda t: t.sum(0), (rows,), 4 * rows.numel()),
+        "softmax_transposed_4096x16384": (lambda t: torch.softmax(t.t(), -1), (rows,), 2 * 4 * rows.numel()),
         "bf16_mm_4096": (torch.mm, (a16, b16), 3 * 2 * 4096 * 4096),
         "bf16_linear_gelu_8192x4096": (lambda x, w, b: F.gelu(F.linear(x, w, b)), (xs16, w16, bias16), 0),
     }
@@ -172,7 +206,8 @@ COLUMNS = {
 }
 
 
-def table(rows: list[dict], backends: list[str], device: str) -> str:
+def table(rows: list[dict], backends: list[str], device: str, traffic: dict[str, float]) -> str:
+    """`traffic`: bytes a case moves per call, for the % of copy bandwidth lines."""
     lines = [f"GPU benchmarks on {device}, torch {torch.__version__} (ms, median; speedup over eager)", ""]
     lines += [f"* {name}: {COLUMNS[name]}" for name in backends if name in COLUMNS] + [""]
     lines.append("| case | " + " | ".join(backends) + " | mlirc err | mlirc fallback | mlirc compile s |")
@@ -193,18 +228,18 @@ def table(rows: list[dict], backends: list[str], device: str) -> str:
             ratios = [
                 r["eager"]["ms"] / r[backend]["ms"]
                 for r in rows
-                if pick(r["case"]) and "ms" in r.get(backend, {}) and "ms" in r.get("eager", {})
+                if pick(r["case"]) and "group" not in r and "ms" in r.get(backend, {}) and "ms" in r.get("eager", {})
             ]
             if ratios:
                 gmean = math.exp(sum(map(math.log, ratios)) / len(ratios))
                 lines.append(f"geometric-mean speedup over eager, {len(ratios)} {label}: {backend} {gmean:.2f}x")
     by_case = {r["case"]: r for r in rows}
     copy = by_case.get("copy_8192x8192", {}).get("eager", {}).get("ms")
-    for name, traffic in (("elementwise_chain_8192x8192", 3 * 4 * 8192 * 8192),):
+    for name, moved in traffic.items():
         for backend in backends:
             ms = by_case.get(name, {}).get(backend, {}).get("ms")
-            if ms and copy:
-                gbs, copy_gbs = traffic / ms / 1e6, 2 * 4 * 8192 * 8192 / copy / 1e6
+            if ms and copy and moved and not name.startswith("copy"):
+                gbs, copy_gbs = moved / ms / 1e6, 2 * 4 * 8192 * 8192 / copy / 1e6
                 lines.append(f"{name} {backend}: {gbs:.0f} GB/s = {gbs / copy_gbs:.0%} of copy ({copy_gbs:.0f} GB/s)")
     torch_mm = by_case.get("bf16_mm_4096", {}).get("eager", {}).get("ms")
     for name, how in (("bf16_mm_4096", "auto: cuBLAS"), ("bf16_mm_4096_tt", "generated tt.dot")):
@@ -214,10 +249,34 @@ def table(rows: list[dict], backends: list[str], device: str) -> str:
     return "\n".join(lines)
 
 
+def zoo_summary(rows: list[dict]) -> str:
+    """Per group (batch and mode): geomean speedups over eager, mlirc over Inductor, and
+    the model furthest behind."""
+    lines = []
+    for group in dict.fromkeys(r["group"] for r in rows if "group" in r):
+        timed = [r for r in rows if r.get("group") == group and all("ms" in r.get(b, {}) for b in BACKENDS)]
+        if not timed:
+            continue
+
+        def gmean(values: list[float]) -> float:
+            return math.exp(sum(map(math.log, values)) / len(values))
+
+        ratio = {r["case"]: r["inductor"]["ms"] / r["mlirc"]["ms"] for r in timed}
+        worst = min(ratio, key=ratio.get)
+        lines.append(
+            f"{group}, {len(timed)} models: geomean over eager inductor "
+            f"{gmean([r['eager']['ms'] / r['inductor']['ms'] for r in timed]):.2f}x, mlirc "
+            f"{gmean([r['eager']['ms'] / r['mlirc']['ms'] for r in timed]):.2f}x; mlirc / inductor "
+            f"{gmean(list(ratio.values())):.2f}x (lowest {worst} {ratio[worst]:.2f}x)"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out_dir", nargs="?")
-    p.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    p.add_argument("--cases", default="", help="comma-separated case names, or zoo models (default: all)")
+    p.add_argument("--suite", default="gpu", choices=("gpu", "zoo"), help="the GPU cases, or the model zoo")
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (symbolic sizes)")
     args = p.parse_args()
@@ -225,23 +284,41 @@ def main() -> None:
     torch.manual_seed(0)
     # as benchmarks/run.py: eager and the compilers run the same (standard) attention
     torch.backends.mha.set_fastpath_enabled(False)
-    micro = _micro_cases()
-    names = args.cases.split(",") if args.cases else [*micro, *GENERATED_GEMM, *MAX_AUTOTUNE, *MODELS, *REDUCE_OVERHEAD]
+    dynamic = True if args.dynamic else None
     rows = []
-    for name in names:
-        base, _, mode = name.partition("@")
-        source = GENERATED_GEMM.get(base, base)
-        fn, inputs = (micro[source][0], micro[source][1]) if source in micro else _gpu_sized(base)
-        run = ["eager"] if base.startswith("copy") else backends
-        config.gpu_gemm = "generated" if base in GENERATED_GEMM else "auto"
-        rows.append(run_case(base, fn, inputs, run, mode or None, True if args.dynamic else None))
-        print(json.dumps(rows[-1]), flush=True)
+    if args.suite == "zoo":
+        models = args.cases.split(",") if args.cases else [m for m in zoo.ZOO if not zoo.unavailable(m)]
+        micro: dict = {}
+        for row_name in _zoo_rows(models):
+            name, fn, inputs, mode = _zoo_case(row_name)
+            rows.append(run_case(name, fn, inputs, backends, mode, dynamic))
+            rows[-1]["group"] = ZOO_GROUPS[mode] if name.endswith(f"@{ZOO_BATCH}") else f"batch {name.split('@')[1]}"
+            print(json.dumps(rows[-1]), flush=True)
+            del fn, inputs
+            torch.cuda.empty_cache()
+    else:
+        micro = _micro_cases()
+        names = (
+            args.cases.split(",") if args.cases else [*micro, *GENERATED_GEMM, *MAX_AUTOTUNE, *MODELS, *REDUCE_OVERHEAD]
+        )
+        for name in names:
+            base, _, mode = name.partition("@")
+            source = GENERATED_GEMM.get(base, base)
+            fn, inputs = (micro[source][0], micro[source][1]) if source in micro else _gpu_sized(base)
+            run = ["eager"] if base.startswith("copy") else backends
+            config.gpu_gemm = "generated" if base in GENERATED_GEMM else "auto"
+            rows.append(run_case(base, fn, inputs, run, mode or None, dynamic))
+            print(json.dumps(rows[-1]), flush=True)
     device = torch.cuda.get_device_name()
-    text = table(rows, backends, device + (", every compiler with dynamic=True" if args.dynamic else ""))
+    traffic = {name: moved for name, (_, _, moved) in micro.items()}
+    text = table(rows, backends, device + (", every compiler with dynamic=True" if args.dynamic else ""), traffic)
+    if args.suite == "zoo":
+        text += "\n" + zoo_summary(rows)
     if args.out_dir:
         out = Path(args.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        stem = "gpu-" + re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") + ("-dynamic" if args.dynamic else "")
+        stem = "gpu-" + ("zoo-" if args.suite == "zoo" else "")
+        stem += re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") + ("-dynamic" if args.dynamic else "")
         (out / f"{stem}.md").write_text(text + "\n")
         (out / f"{stem}.json").write_text(json.dumps(rows, indent=1))
     print(text)

@@ -2,7 +2,7 @@
 # The GPU backend on the GPU host in one call: the GPU tests, then the GPU benchmarks
 # (table last).  The host has torch + Triton but no MLIR bindings and no package index
 # (../shared/device/README.md): the bindings come from .device/.
-#   bash benchmarks/gpu_check.sh [gpu_bench.py arguments, e.g. --cases mlp,bert]
+#   bash benchmarks/gpu_check.sh [gpu_bench.py arguments, e.g. --cases mlp,bert, or --suite zoo]
 #   SKIP_TESTS=1 / SKIP_FUZZ=1 / SKIP_OPINFO=1 / SKIP_BENCH=1 skip a part; PYTEST_K=expr selects tests;
 #   FUZZ_COUNT (default 2000) random graphs for the CUDA fuzzer, seeds from FUZZ_SEED (default 900) + 1;
 #   OPINFO_DTYPES (default float32,float16,bfloat16) and OPINFO_OPS narrow the sweep.
@@ -14,6 +14,12 @@ mkdir -p /tmp/site
 [ -d /tmp/site/mlir ] || tar -xJf .device/mlir-site-cp312.tar.xz -C /tmp/site
 ln -sfn "$PWD" /tmp/site/mlirc
 export PYTHONPATH=/tmp/site:$PWD/.device/pylib MLIRC_CACHE_DIR=/tmp/mlirc-cache
+# the zoo's transformers (and its pure-Python dependencies), where a bundle was carried
+# (README, "The model zoo on the GPU host")
+if [ -f .device/zoo-site-cp312.tar.xz ]; then
+  mkdir -p /tmp/zoosite && { [ -d /tmp/zoosite/transformers ] || tar -xJf .device/zoo-site-cp312.tar.xz -C /tmp/zoosite; }
+  export PYTHONPATH=$PYTHONPATH:/tmp/zoosite
+fi
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
 status=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then

@@ -2,6 +2,7 @@
 wall time per call, for eager, Inductor and mlirc, side by side.
 
     python benchmarks/gpu_profile.py [--cases mlp,gpt2] [--top 8]
+    python benchmarks/gpu_profile.py --cases resnet18@32,gpt2@32   # zoo models at a batch
 
 Wall time much above busy time means the host (Python per launch, allocation)
 is the limit, not the kernels; the top kernels by time say which kernels to
@@ -16,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import torch
-from gpu_bench import _gpu_sized
+from gpu_bench import _gpu_sized, _zoo_case
 from models import MODELS
 
 import mlirc  # noqa: F401  (registers the backend)
@@ -67,7 +68,8 @@ def _kernels(fn: Callable, args: tuple) -> tuple[float, Counter, Counter]:
 
 
 def profile_case(name: str, top: int) -> None:
-    fn, args = _gpu_sized(name)
+    # `<zoo model>@<batch>` is benchmarks/zoo.py's model at that batch
+    fn, args = _zoo_case(name)[1:3] if "@" in name else _gpu_sized(name)
     print(f"## {name}")
     print("| backend | wall ms | host ms | GPU busy ms | kernels/call |")
     print("|---|---|---|---|---|")

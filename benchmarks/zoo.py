@@ -192,8 +192,16 @@ MODELS = tuple(CASES)
 
 def make_case(name: str, dtype: torch.dtype = torch.float32) -> tuple[nn.Module, tuple]:
     """The model and its inputs, in `dtype` (integer inputs, token ids, stay as they are)."""
+    if name not in CASES:
+        raise KeyError(f"no zoo case {name!r} (benchmarks/zoo.py --list)")
+    model, batch = name.split("@")
+    return make_model(model, int(batch), dtype)
+
+
+def make_model(name: str, batch: int, dtype: torch.dtype = torch.float32) -> tuple[nn.Module, tuple]:
+    """`make_case` at any batch (the GPU runs the zoo at larger ones): `name` is a model."""
     torch.manual_seed(0)
-    model, inputs = CASES[name]()
+    model, inputs = _case(name, batch)()
     model = _randomize_norms(model).to(dtype).eval()
     return model, tuple(x.to(dtype) if x.is_floating_point() else x for x in inputs)
 

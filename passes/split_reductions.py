@@ -10,17 +10,20 @@ at the end.  Every chain is then short whatever K is, the order is fixed (the
 same result from call to call), and the chunk loop is a parallel dim that
 threads share, where a whole-tensor sum used to run on one.
 
-It works on the mlirc dialect, before lowering, so both targets get it.  A sum
-over several dims is taken one dim at a time (runs of adjacent dims merged first).
+It works on the mlirc dialect, before lowering, with limits per target (LIMITS).  A
+sum over several dims is taken one dim at a time (runs of adjacent dims merged first).
 A dim whose later dims are all 1 is the contiguous, vectorized one: its chunks are
 long; a chunk of any other dim is one sequential add per step in every lane, so
-its chunks are short.
+its chunks are short.  On a GPU a program reduces a whole tile as a tree, so chains
+are short anyway: there a split is for long sums of few rows, which one program per
+row would walk alone, and rows a row group keeps whole stay unsplit (a softmax or an
+RMS norm over 4096 is one kernel, not four).
 
 Whether a sum over `?` values splits depends on its length.  By default it waits for
 the sizes (passes/ir_utils.py defer).  With `assume-short-sums` it is compiled
 unsplit, under a `cf.assert` that no split is due (the negation of `_splits` on its
 length): a symbolic graph then forms its kernels once for every size that keeps the
-assertion (a softmax over a sequence of up to 2048), and mlirc-bind-sizes refuses a
+assertion (a softmax over a sequence of up to 2048 on the CPU), and mlirc-bind-sizes refuses a
 size that breaks it (frontend/compile.py SymbolicRegion lowers the graph again,
 deferring).
 """
@@ -36,17 +39,35 @@ from mlir.dialects import arith, cf
 from mlirc.dialects import builders as b
 from mlirc.dialects import dims as size_of
 from mlirc.dialects import shapes
+from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.passes.ir_utils import defer, nested_ops, resume_deferred
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-split-reductions"
 
-# (chunk, split when longer than).  A contiguous dim's chunk is 16 steps of a 32-lane
-# vector block (AVX-512 f32, unrolled 4 x 16, is 64 lanes: 8 steps); a step of any
-# other dim adds one value to every lane: its chunks are short (eager's cascade
-# sum adds 16 values per level on such columns).
-CONTIGUOUS = (512, 2048)
-STRIDED = (16, 128)
+@dataclass(frozen=True)
+class Limits:
+    """(chunk, split when longer than) for a contiguous dim and for any other."""
+
+    contiguous: tuple[int, int]
+    strided: tuple[int, int]
+
+    def of(self, contiguous: bool) -> tuple[int, int]:
+        return self.contiguous if contiguous else self.strided
+
+
+LIMITS = {
+    # A contiguous dim's chunk is 16 steps of a 32-lane vector block (AVX-512 f32,
+    # unrolled 4 x 16, is 64 lanes: 8 steps); a step of any other dim adds one value to
+    # every lane: its chunks are short (eager's cascade sum adds 16 values per level on
+    # such columns).
+    "cpu": Limits(contiguous=(512, 2048), strided=(16, 128)),
+    # A chunk is one program's tile (gpu_tile_plans.TILE_ELEMENTS, a tree reduction);
+    # rows up to gpu_fuse_rows.MAX_ROW stay whole for row groups.  A column chunk is 4
+    # steps of a [64 rows, 64 columns] tile, and its partial sums are 1/256 of the
+    # input, where chunks of 16 wrote 1/16 and took three more kernels.
+    "cuda": Limits(contiguous=(4096, 8192), strided=(256, 1024)),
+}
 
 
 @dataclass(frozen=True)
@@ -54,17 +75,17 @@ class SplitReductionsOptions:
     assume_short_sums: bool = False
 
 
-def _split_dim(x: ir.Value, dim: int) -> ir.Value:
+def _split_dim(x: ir.Value, dim: int, limits: Limits) -> ir.Value:
     """The sum of `x` over `dim`, kept as a size-1 dim, as a cascade of short sums."""
     shape = list(shapes.shape_of(x))
     size = shape[dim]
-    if not _splits(shape, dim):
+    if not _splits(shape, dim, limits):
         return b.reduce("reduce_sum", x, [dim], True)
-    chunk, _ = CONTIGUOUS if all(d == 1 for d in shape[dim + 1 :]) else STRIDED
+    chunk, _ = limits.of(all(d == 1 for d in shape[dim + 1 :]))
     count, rest = divmod(size, chunk)
     head = _slice(x, dim, 0, count * chunk)
     head = b.reshape(head, [*shape[:dim], count, chunk, *shape[dim + 1 :]])
-    total = _split_dim(b.reduce("reduce_sum", head, [dim + 1], False), dim)
+    total = _split_dim(b.reduce("reduce_sum", head, [dim + 1], False), dim, limits)
     if rest:
         tail = b.reduce("reduce_sum", _slice(x, dim, count * chunk, size), [dim], True)
         total = b.elementwise("add", total, tail)
@@ -97,12 +118,12 @@ def _merged(shape: list[int], dims: list[int]) -> tuple[list[int], list[int]]:
     return new_shape, new_dims
 
 
-def _splits(shape: list[int], dim: int) -> bool:
-    _, longest = CONTIGUOUS if all(d == 1 for d in shape[dim + 1 :]) else STRIDED
+def _splits(shape: list[int], dim: int, limits: Limits) -> bool:
+    _, longest = limits.of(all(d == 1 for d in shape[dim + 1 :]))
     return shape[dim] > longest
 
 
-def _long_float_sum(op: ir.Operation, assume_short: bool) -> bool:
+def _long_float_sum(op: ir.Operation, assume_short: bool, limits: Limits) -> bool:
     """Is `op` a float sum to split?  One whose split depends on symbolic sizes is
     compiled unsplit under an assertion (`assume_short`) or marked deferred instead
     (False either way), and split once they are bound."""
@@ -115,7 +136,7 @@ def _long_float_sum(op: ir.Operation, assume_short: bool) -> bool:
         return False
     # How a sum splits depends on its length and on the dims after it (a derived `?`
     # dim, s0 - 1, may be 1), and the cascade's reshapes and slices take static shapes.
-    short = _short(shape[dims[0] :], [d - dims[0] for d in dims])
+    short = _short(shape[dims[0] :], [d - dims[0] for d in dims], limits)
     if short is True or (short is False and None not in shape):
         return not short
     if short is None and assume_short:
@@ -123,9 +144,9 @@ def _long_float_sum(op: ir.Operation, assume_short: bool) -> bool:
             sizes = [size_of.dim_of(x, d) for d in range(dims[0], len(shape))]
             message = (
                 f"{NAME}: a sum of symbolic length was compiled unsplit, for lengths up to"
-                f" {CONTIGUOUS[1]} (contiguous) or {STRIDED[1]} (strided)"
+                f" {limits.contiguous[1]} (contiguous) or {limits.strided[1]} (strided)"
             )
-            cf.assert_(_short(sizes, [d - dims[0] for d in dims]), message)
+            cf.assert_(_short(sizes, [d - dims[0] for d in dims], limits), message)
         return False
     _defer_with_broadcast(op)
     return False
@@ -137,7 +158,7 @@ Size = int | ir.Value | None
 Bit = bool | ir.Value | None
 
 
-def _short(sizes: list[Size], dims: list[int]) -> Bit:
+def _short(sizes: list[Size], dims: list[int], limits: Limits) -> Bit:
     """Does a sum over `dims` of a tensor of `sizes` need no split (_splits on its
     merged shape)?  `dims` start at 0: the sizes before the first are not needed."""
     runs: list[list[Size]] = []  # the merged shape
@@ -154,11 +175,11 @@ def _short(sizes: list[Size], dims: list[int]) -> Bit:
         length = _product(runs[r])
         later = _product([size for run in runs[r + 1 :] for size in run])
         if isinstance(later, int):
-            _, longest = CONTIGUOUS if later == 1 else STRIDED
+            _, longest = limits.of(later == 1)
             short = _and(short, _at_most(length, longest))
         else:
-            contiguous_short = _and(_equals(later, 1), _at_most(length, CONTIGUOUS[1]))
-            short = _and(short, _or(_at_most(length, STRIDED[1]), contiguous_short))
+            contiguous_short = _and(_equals(later, 1), _at_most(length, limits.contiguous[1]))
+            short = _and(short, _or(_at_most(length, limits.strided[1]), contiguous_short))
     return short
 
 
@@ -217,7 +238,7 @@ def _defer_with_broadcast(op: ir.Operation) -> None:
         defer(owner.operation, NAME)
 
 
-def _cascade(op: ir.Operation) -> ir.Value:
+def _cascade(op: ir.Operation, limits: Limits) -> ir.Value:
     shape, dims = _merged(list(shapes.shape_of(op.operands[0])), sorted(ir.DenseI64ArrayAttr(op.attributes["dims"])))
     x = b.reshape(op.operands[0], shape)
     elem = shapes.elem_of(x)
@@ -225,7 +246,7 @@ def _cascade(op: ir.Operation) -> ir.Value:
     if half:  # eager sums halves in float32 and rounds once: the partial sums stay f32
         x = b.convert(x, ir.F32Type.get())
     for dim in reversed(dims):  # innermost first: its sums are the contiguous ones
-        x = _split_dim(x, dim)
+        x = _split_dim(x, dim, limits)
     x = b.convert(x, elem) if half else x
     return b.reshape(x, shapes.shape_of(op.results[0]))
 
@@ -233,8 +254,9 @@ def _cascade(op: ir.Operation) -> ir.Value:
 @register_pass(NAME, "Long floating-point sums as a cascade of short, fixed-order sums", SplitReductionsOptions)
 def split_reductions(module: ir.Operation, options: SplitReductionsOptions) -> None:
     resume_deferred(module, NAME)
-    for op in [op for op in nested_ops(module) if _long_float_sum(op, options.assume_short_sums)]:
+    limits = LIMITS["cuda" if target_of(module) == "cuda" else "cpu"]
+    for op in [op for op in nested_ops(module) if _long_float_sum(op, options.assume_short_sums, limits)]:
         with ir.InsertionPoint(op), op.location:
-            total = _cascade(op)
+            total = _cascade(op, limits)
         op.results[0].replace_all_uses_with(total)
         op.erase()

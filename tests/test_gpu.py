@@ -60,6 +60,28 @@ def test_reductions(name, shape):
     compile_and_compare(REDUCTIONS[name], cuda(*shape), rtol=1e-4, atol=1e-4)
 
 
+def _relative_error(value: torch.Tensor, exact: torch.Tensor) -> float:
+    return ((value.double() - exact) / exact).abs().max().item()
+
+
+@pytest.mark.parametrize(
+    "fn,shape",
+    [
+        (lambda x: x.sum(), (2**24,)),  # chunks of 4096, over programs
+        (lambda x: x.sum(0), (2**16, 3)),  # a long strided dim: chunks of 256 rows
+        (lambda x: x.mean(1), (3, 70001, 5)),  # a middle dim, with a leftover chunk
+        (lambda x: torch.softmax(x, -1), (4, 20000)),  # rows longer than a row group
+        (lambda x: x.sum(-1), (8, 8192)),  # the longest row left unsplit
+    ],
+)
+def test_long_reductions_accuracy(fn, shape):
+    """mlirc-split-reductions' GPU limits: long sums stay as accurate as eager's."""
+    x = torch.rand(shape, device="cuda") * 3 + 1
+    exact = fn(x.double())
+    compiled = torch.compile(fn, backend="mlirc")(x)
+    assert _relative_error(compiled, exact) <= max(2 * _relative_error(fn(x), exact), 2.0**-23)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_types(dtype):
     tol = {"rtol": 2e-2, "atol": 2e-2}

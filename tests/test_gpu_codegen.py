@@ -233,3 +233,62 @@ def test_kernels_of_symbolic_sizes_compile_for_sm90(case, tmp_path, monkeypatch)
     assert dynamic >= 1
     if case in ("rows_of_runtime_length", "attention"):  # softmax over a `?` row: one group, walked in chunks
         assert looped_rows >= 1
+
+
+def _cuda_kernels(fn, args, tmp_path) -> list:
+    """`fn`'s kernels for the CUDA target: traced on the CPU, its mlirc-stage module
+    retargeted (the mlirc stage is device-neutral) and taken through the GPU stages."""
+    config.dump_dir = str(tmp_path)
+    try:
+        torch.compile(fn, backend="mlirc")(*args)
+    finally:
+        config.dump_dir = None
+    (text,) = [open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.mlirc.mlir"))]
+    with make_context():
+        module = ir.Module.parse(text.replace('mlirc.target = "cpu"', 'mlirc.target = "cuda"'))
+        stages = [name for s in ("linalg", "kernels", "gpu-fusion", "gpu") for name in STAGES[s]]
+        run_passes(module, stages, stage="mlirc-stage-gpu")
+        grids = {
+            op.sym_name.value: op.attributes["mlirc.gpu.grid"]
+            for op in module.body.operations
+            if "mlirc.gpu.grid" in op.attributes
+        }
+        return [(kernel, list(ir.DenseI64ArrayAttr(grids[kernel.name]))) for kernel in triton_kernels(module)]
+
+
+def _rms_norm(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+@pytest.mark.parametrize(
+    "fn, shapes",
+    [(lambda x: torch.softmax(x, -1), [(64, 4096)]), (_rms_norm, [(16, 8192), (8192,)])],
+    ids=["softmax_4096", "rms_norm_8192"],
+)
+def test_rows_a_program_holds_stay_one_kernel(fn, shapes, tmp_path, monkeypatch):
+    """On the GPU a sum over a row that a row group holds (up to gpu_fuse_rows.MAX_ROW)
+    is not split into chunk sums (mlirc-split-reductions' CPU limits split 4096 into 8
+    chunks: four kernels, each reading or writing the whole tensor)."""
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
+    ((kernel, _),) = _cuda_kernels(fn, [torch.randn(s) for s in shapes], tmp_path)
+    assert kernel.name.startswith("rows_")
+    assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
+
+
+def test_long_sum_spreads_over_programs(tmp_path, monkeypatch):
+    """A whole-tensor sum of a million values is split in 4096-value chunks, one per
+    program, rather than walked by a single one."""
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
+    kernels = _cuda_kernels(lambda x: (x * 2).sum(), [torch.randn(1000, 1000)], tmp_path)
+    assert len(kernels) >= 2
+    assert kernels[0][1][0] >= 1000 // 4 and kernels[-1][1][0] == 1, [(k.name, g) for k, g in kernels]
+    for kernel, _ in kernels:
+        assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
+
+
+def test_split_limits_match_the_gpu_tiles():
+    """mlirc-split-reductions (a shared pass) keeps its own copy of the GPU's tile and
+    row sizes: they must agree."""
+    from mlirc.passes import gpu_fuse_rows, gpu_tile_plans, split_reductions
+
+    assert split_reductions.LIMITS["cuda"].contiguous == (gpu_tile_plans.TILE_ELEMENTS, gpu_fuse_rows.MAX_ROW)
