@@ -41,6 +41,9 @@ def eligible(x: torch.Tensor | None, weight: torch.Tensor | None) -> bool:
         and x.dtype in PACKED_DTYPES
         and x.dim() == 4
         and available()
+        # oneDNN reorders bf16 weights only on AVX-512 (or AVX-NE-CONVERT) CPUs; on an
+        # AVX2 EPYC the reorder raised, and torch.conv2d runs the call unpacked
+        and (x.dtype != torch.bfloat16 or torch.ops.mkldnn._is_mkldnn_bf16_supported())
     )
 
 
