@@ -64,12 +64,16 @@ LIBRARY_CALLS = {
     # A convolution that stands for exact float32 sums (average pooling's window sums):
     # never TF32, which cuDNN uses for float32 convolutions by default (eager's conv2d
     # does too; its avg_pool2d does not).
-    "conv2d_exact": "{out} = exact_conv2d({0}, {1}, {stride}, {padding}, {dilation}, {groups})",
-    # Input and result are NHWC tensors, the weight OHWI (mlirc-cpu-channels-last):
-    # oneDNN computes channels-last when its input is, and the result's NHWC view is
-    # then dense.
+    "conv2d_exact": "{out} = exact_conv2d({0}, {1}, {stride}, {padding}, {dilation}, {groups}).contiguous()",
+    # Input and result are NHWC tensors, the weight OHWI (mlirc-channels-last):
+    # oneDNN and cuDNN compute channels-last when the input is, and the result's NHWC
+    # view is then dense.
     "conv2d_nhwc": (
         "{out} = torch.conv2d({0}.permute(0, 3, 1, 2), {1}.permute(0, 3, 1, 2), None,"
+        " {stride}, {padding}, {dilation}, {groups}).permute(0, 2, 3, 1).contiguous()"
+    ),
+    "conv2d_nhwc_exact": (
+        "{out} = exact_conv2d({0}.permute(0, 3, 1, 2), {1}.permute(0, 3, 1, 2),"
         " {stride}, {padding}, {dilation}, {groups}).permute(0, 2, 3, 1).contiguous()"
     ),
     # The same on oneDNN with the weight reordered once per call site (backends/cpu/packed_weights.py).
@@ -83,8 +87,8 @@ LIBRARY_CALLS = {
     "addmm_packed": "{out} = linear_sites[{site}]({0}, {1}, {root}, {2})",
 }
 ALLOCATES_OWN_RESULT = frozenset(
-    {"conv2d", "conv2d_exact", "conv2d_nhwc", "conv2d_nhwc_packed", "mm_onednn", "mm_packed", "addmm_onednn",
-     "addmm_packed"}
+    {"conv2d", "conv2d_exact", "conv2d_nhwc", "conv2d_nhwc_exact", "conv2d_nhwc_packed", "mm_onednn", "mm_packed",
+     "addmm_onednn", "addmm_packed"}
 )  # fmt: skip
 EXACT_ATTR = "exact"  # on a conv2d: sums that must not round to TF32 (see "conv2d_exact")
 
@@ -227,13 +231,20 @@ def wrapper_scope(device: torch.device) -> dict:
 
 
 def exact_conv2d(x: torch.Tensor, w: torch.Tensor, *args: object) -> torch.Tensor:
-    """torch.conv2d with cuDNN's TF32 off for the call (a no-op setting on the CPU)."""
-    saved = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = False
-    try:
-        return torch.conv2d(x, w, None, *args).contiguous()
-    finally:
-        torch.backends.cudnn.allow_tf32 = saved
+    """torch.conv2d with cuDNN's TF32 off for the call.  Through cudnn.flags, the one
+    way allowed where torch's tests have disabled setting the global flags (the OpInfo
+    sweep); every other flag as it is.  A CPU convolution has no TF32 to turn off."""
+    if x.device.type != "cuda":
+        return torch.conv2d(x, w, None, *args)
+    cudnn = torch.backends.cudnn
+    with cudnn.flags(
+        enabled=cudnn.enabled,
+        benchmark=cudnn.benchmark,
+        benchmark_limit=cudnn.benchmark_limit,
+        deterministic=cudnn.deterministic,
+        allow_tf32=False,
+    ):
+        return torch.conv2d(x, w, None, *args)
 
 
 class PreparedCache:
@@ -633,8 +644,8 @@ class WrapperBuilder:
             raise PipelineError("mlirc-host-wrapper", f"unknown library kernel '{library}'")
         args = ir.DictAttr(attrs[LIBRARY_ARGS_ATTR]) if LIBRARY_ARGS_ATTR in attrs else {}
         fields = {a.name: _python_value(a.attr) for a in args}
-        if fields.pop(EXACT_ATTR, 0) and library == "conv2d":
-            library = "conv2d_exact"
+        if fields.pop(EXACT_ATTR, 0) and library in ("conv2d", "conv2d_nhwc"):
+            library += "_exact"
         operands = [self.name(v) for v in op.operands]
         library = self.library_variant(library, operands)
         fields.update(self.call_site(library, fields, operands))

@@ -206,9 +206,12 @@ COLUMNS = {
 }
 
 
-def table(rows: list[dict], backends: list[str], device: str, traffic: dict[str, float]) -> str:
+def table(
+    rows: list[dict], backends: list[str], device: str, traffic: dict[str, float], what: str = "GPU benchmarks"
+) -> str:
     """`traffic`: bytes a case moves per call, for the % of copy bandwidth lines."""
-    lines = [f"GPU benchmarks on {device}, torch {torch.__version__} (ms, median; speedup over eager)", ""]
+    command = "python benchmarks/gpu_bench.py " + " ".join(sys.argv[1:])
+    lines = [f"{what} on {device}, torch {torch.__version__} (ms, median; speedup over eager); `{command}`", ""]
     lines += [f"* {name}: {COLUMNS[name]}" for name in backends if name in COLUMNS] + [""]
     lines.append("| case | " + " | ".join(backends) + " | mlirc err | mlirc fallback | mlirc compile s |")
     lines.append("|---" * (len(backends) + 4) + "|")
@@ -311,7 +314,8 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
     device = torch.cuda.get_device_name()
     traffic = {name: moved for name, (_, _, moved) in micro.items()}
-    text = table(rows, backends, device + (", every compiler with dynamic=True" if args.dynamic else ""), traffic)
+    what = "The model zoo (benchmarks/zoo.py)" if args.suite == "zoo" else "GPU benchmarks"
+    text = table(rows, backends, device + (", every compiler with dynamic=True" if args.dynamic else ""), traffic, what)
     if args.suite == "zoo":
         text += "\n" + zoo_summary(rows)
     if args.out_dir:

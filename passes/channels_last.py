@@ -1,9 +1,11 @@
-"""mlirc-cpu-channels-last: CNN activations live in channels-last (NHWC) memory.
+"""mlirc-channels-last: CNN activations live in channels-last (NHWC) memory.
 
 oneDNN's CPU convolutions run 1.1-7x faster on NHWC data than on NCHW (a
 3-channel stem: 2.6 ms against 0.35 ms on 2 cores), and Inductor keeps whole CNNs
-channels-last for that reason.  Converting at each call would cost two copies per
-convolution, so the layout travels with the data instead:
+channels-last for that reason.  cuDNN's TF32 kernels on the H100 are NHWC too: given
+NCHW it converts both ways around each convolution (ResNet-18 at batch 128: 1 of
+3.1 ms in nchwToNhwc/nhwcToNchw kernels).  Converting at each call would cost two
+copies per convolution, so the layout travels with the data instead:
 
 1. Every `conv2d` library call becomes `conv2d_nhwc` (its input and result are
    NHWC tensors), wrapped as permute(conv2d_nhwc(permute(x, to NHWC)), to NCHW).
@@ -18,7 +20,7 @@ convolution, so the layout travels with the data instead:
 What is left are permutes at the edges (the network's input, a flatten, a
 result), each a copy kernel.  Pooling ops become generics first, so that they
 take part (and their elementwise producers fuse into them).  It runs on the
-linalg stage's IR, before fusion, and only for the CPU: cuDNN has its own view.
+linalg stage's IR, before fusion, for both targets (stages cpu-layout, gpu-layout).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from mlir.dialects import func
 
 from mlirc.dialects import shapes
 from mlirc.dialects.attributes import LIBRARY_ATTR
+from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import callee, entry_functions, functions, nested_ops, run_transform
 from mlirc.passes.outline_library_calls import library_of
@@ -71,7 +74,7 @@ def _reorder(amap: ir.AffineMap, perm: tuple[int, ...]) -> ir.AffineMap:
 
 def _retype_conv_kernel(kernel: func.FuncOp) -> None:
     """The library kernel's body computes in NCHW between permutes, so that
-    mlirc-opt still runs it; the host calls oneDNN on the NHWC input and OHWI weight."""
+    mlirc-opt still runs it; the host calls oneDNN or cuDNN on the NHWC input and OHWI weight."""
     block = kernel.entry_block
     first = block.operations[0]
     for arg, back in zip(block.arguments[:2], (permute, _weight_layout), strict=True):  # NHWC input, OHWI weight
@@ -91,7 +94,7 @@ def _retype_conv_kernel(kernel: func.FuncOp) -> None:
 
 
 def _weight_layout(weight: ir.Value, perm: tuple[int, ...]) -> ir.Value:
-    """OIHW <-> OHWI.  oneDNN would copy an OIHW weight to channels-last itself
+    """OIHW <-> OHWI.  oneDNN (and torch for cuDNN) would copy an OIHW weight to channels-last itself
     (aten::copy_, per convolution and call: 1.5 ms of a 16-core resnet call), and our
     transpose kernel is the faster copy (256x256x3x3: 0.27 against 0.47 ms on 2
     cores).  A 1x1 kernel's two layouts are the same memory: a reshape, no copy."""
@@ -126,8 +129,13 @@ def _nhwc_result(op: ir.Operation, result: ir.Value, users: list) -> ir.Value:
     return logical
 
 
-def _convertible(kernel: func.FuncOp | None, call: ir.Operation) -> bool:
-    return library_of(kernel) == CONV_LIBRARY and len(shapes.shape_of(call.operands[0])) == 4
+def _convertible(kernel: func.FuncOp | None, call: ir.Operation, on_gpu: bool) -> bool:
+    """A 4-D library convolution; on a GPU not in float64, which cuDNN never runs
+    channels-last (torch would copy the input back to NCHW and the result to NHWC)."""
+    x = call.operands[0]
+    if on_gpu and isinstance(shapes.elem_of(x), ir.F64Type):
+        return False
+    return library_of(kernel) == CONV_LIBRARY and len(shapes.shape_of(x)) == 4
 
 
 # -- 2. propagation ----------------------------------------------------------------------
@@ -227,10 +235,10 @@ def _write_nhwc(op: ir.Operation) -> ir.Value:
     return _nhwc_result(op, result, users)
 
 
-def _propagate(entry: func.FuncOp, kernels: dict[str, func.FuncOp]) -> None:
+def _propagate(entry: func.FuncOp, kernels: dict[str, func.FuncOp], on_gpu: bool) -> None:
     nchw_views: dict = {}  # "back to NCHW" permute result -> the NHWC tensor it reads
     for op in [o.operation for o in entry.entry_block.operations]:
-        if op.name == "func.call" and _convertible(kernels.get(callee(op)), op):
+        if op.name == "func.call" and _convertible(kernels.get(callee(op)), op, on_gpu):
             view = _convert_conv_call(op, kernels[callee(op)], nchw_views)
             nchw_views[view] = view.owner.operands[0]
         elif op.name == "linalg.generic" and op.results:
@@ -251,10 +259,11 @@ def _generalize_pooling(module: ir.Operation) -> None:
     )
 
 
-@register_pass("mlirc-cpu-channels-last", "Keep CNN activations channels-last (NHWC) around oneDNN convolutions")
-def cpu_channels_last(module: ir.Operation) -> None:
+@register_pass("mlirc-channels-last", "Keep CNN activations channels-last (NHWC) around library convolutions")
+def channels_last(module: ir.Operation) -> None:
     _generalize_pooling(module)
     body = module.regions[0].blocks[0]
     kernels = functions(body)
+    on_gpu = target_of(module) == "cuda"
     for entry in entry_functions(body):
-        _propagate(entry, kernels)
+        _propagate(entry, kernels, on_gpu)

@@ -342,7 +342,7 @@ def _largest_input(op: ir.Operation) -> int | None:
 def _interchange(op: ir.Operation) -> tuple[int, ...] | None:
     """Move the loop that walks both the result's and the largest input's last
     (contiguous) dim innermost, where it is not: channels-last kernels come out of
-    mlirc-cpu-channels-last with the channel loop second, and vectorizing the
+    mlirc-channels-last with the channel loop second, and vectorizing the
     innermost loop would then read and write with a stride."""
     if op.name != "linalg.generic" or len(op.results) != 1:
         return None

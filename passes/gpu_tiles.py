@@ -408,10 +408,34 @@ class TileEmitter:
             return self.scalars[v]
         raise _fail(self.kernel, f"the generic's body uses a value from outside it: {v}")
 
+    def apply_map(self, op: ir.Operation, values: dict) -> Tiled:
+        """An affine.apply in the body: index arithmetic on loop indices (canonicalize
+        folds a channels-last pad's bounds check, mlirc-channels-last, into one), in i64."""
+        amap = ir.AffineMapAttr(op.attributes["map"]).value
+        operands = [self.cast(self.lookup(values, v), self.i64) for v in op.operands]
+        binary = {ir.AffineAddExpr: "arith.addi", ir.AffineMulExpr: "arith.muli"}
+
+        def walk(expr: ir.AffineExpr) -> Tiled:
+            if isinstance(expr, ir.AffineDimExpr):
+                return operands[ir.AffineDimExpr(expr).position]
+            if isinstance(expr, ir.AffineSymbolExpr):
+                return operands[amap.n_dims + ir.AffineSymbolExpr(expr).position]
+            if isinstance(expr, ir.AffineConstantExpr):
+                return self.const(ir.AffineConstantExpr(expr).value, self.i64)
+            for cls, name in binary.items():
+                if isinstance(expr, cls):
+                    return self.arith(name, walk(cls(expr).lhs), walk(cls(expr).rhs))
+            # floordiv, ceildiv, mod round towards -inf: divsi/remsi would not on negatives
+            raise _fail(self.kernel, f"index expression {expr} in a generic's body has no lowering")
+
+        return walk(amap.results[0])
+
     def lower_op(self, op: ir.Operation, values: dict) -> list[Tiled]:
         name = op.name
         if name == "linalg.index":
             return [self.cast(self.dims[ir.IntegerAttr(op.attributes["dim"]).value], self.i64)]
+        if name == "affine.apply":
+            return [self.apply_map(op, values)]
         if name == "arith.constant":
             return [self.clone_constant(op)]
         if name in ("arith.index_cast", "arith.index_castui"):

@@ -1,6 +1,7 @@
 """The stages of mlirc as short named pipelines; each is runnable from mlirc-opt.
 
 mlirc      --mlirc-stage-linalg-->  linalg   --mlirc-stage-kernels-->  kernels
+linalg     --mlirc-stage-cpu-layout / mlirc-stage-gpu-layout-->  linalg, CNNs channels-last (per target)
 kernels    --mlirc-stage-cpu-fusion-->  kernels, row groups fused into row loops (CPU)
 kernels    --mlirc-stage-cpu-->     LLVM dialect (the kernels alone: the entry stays host-side)
 LLVM dialect  --mlirc-opt --emit-llvm-->  LLVM IR (what llvmlite compiles)
@@ -16,7 +17,7 @@ from typing import Any
 # Importing a pass module registers it.
 from mlirc.passes import (  # noqa: F401
     bind_sizes,
-    cpu_channels_last,
+    channels_last,
     cpu_drop_host,
     cpu_fuse_rows,
     cpu_isolate_frozen,
@@ -34,6 +35,7 @@ from mlirc.passes import (  # noqa: F401
     form_kernels,
     fuse_elementwise,
     gpu_fuse_rows,
+    gpu_loop_order,
     gpu_lower_to_tt,
     gpu_matmul,
     hoist_frozen,
@@ -54,9 +56,11 @@ LINALG = [
 # neighbours, half-precision ops compute in f32 while each is still its own generic, and
 # work on parameters alone stays out of fusion (mlirc-hoist-frozen runs it once).
 CPU_LAYOUT = [
-    "mlirc-cpu-skinny-matmul", "mlirc-cpu-channels-last", "mlirc-cpu-widen-halves", "mlirc-cpu-isolate-frozen",
+    "mlirc-cpu-skinny-matmul", "mlirc-channels-last", "mlirc-cpu-widen-halves", "mlirc-cpu-isolate-frozen",
     "canonicalize", "cse",
 ]  # fmt: skip
+# GPU, before fusion: cuDNN's convolutions on channels-last activations, as the CPU's.
+GPU_LAYOUT = ["mlirc-channels-last", "canonicalize", "cse"]
 KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-transpose-views"]
 # Host-side: it regroups the entry's calls, so it runs before the kernels are split off;
 # work on parameters alone moves out first, so that no row group mixes it with the rest.
@@ -132,7 +136,9 @@ CPU = [
 ]
 # Named ops (pooling, non-library contractions) become generics: the tt lowering
 # tiles any generic, reading operands through their indexing maps.
-GPU_FUSION = ["mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)"]
+GPU_FUSION = [
+    "mlirc-gpu-loop-order", "mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)",
+]  # fmt: skip
 GPU = ["mlirc-gpu-lower-to-tt"]
 
 # A symbolic graph's module is bound at each size after the last stage that compiles
@@ -144,12 +150,13 @@ GPU = ["mlirc-gpu-lower-to-tt"]
 # The stages that compile `?` dims, in pipeline order: a symbolic graph is bound after
 # the last of them that ran.  Past linalg, nothing waited (frontend/compile.py goes on
 # only then): no stage runs again.
-SYMBOLIC_STAGES = ("linalg", "cpu-layout", "kernels")
+SYMBOLIC_STAGES = ("linalg", "cpu-layout", "gpu-layout", "kernels")
 AFTER_BINDING: dict[str, list[str]] = {"mlirc": [], "linalg": ["linalg"]} | {s: [] for s in SYMBOLIC_STAGES[1:]}
 
 STAGES: dict[str, list[str]] = {
     "linalg": LINALG,
     "cpu-layout": CPU_LAYOUT,
+    "gpu-layout": GPU_LAYOUT,
     "kernels": KERNELS,
     "cpu-fusion": CPU_FUSION,
     "cpu": CPU,
@@ -164,6 +171,7 @@ register_pipeline(
     " work on parameters alone kept out of fusion (CPU)",
     CPU_LAYOUT,
 )
+register_pipeline("mlirc-stage-gpu-layout", "Stage: CNN activations channels-last (GPU)", GPU_LAYOUT)
 register_pipeline("mlirc-stage-kernels", "Stage: fusion and kernel formation", KERNELS)
 register_pipeline("mlirc-stage-cpu-fusion", "Stage: CPU row fusion of a kernels module (entry included)", CPU_FUSION)
 register_pipeline(

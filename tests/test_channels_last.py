@@ -1,4 +1,4 @@
-"""CNNs on the CPU run channels-last (mlirc-cpu-channels-last): oneDNN convolutions
+"""CNNs on the CPU run channels-last (mlirc-channels-last): oneDNN convolutions
 on NHWC tensors, and the kernels between them reading and writing NHWC.  Every
 case is checked against eager, with odd sizes, strided inputs and prime channel
 counts (the vector width does not divide them)."""

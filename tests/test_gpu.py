@@ -7,12 +7,13 @@ GPU host.  Code generation down to cubins is tested everywhere in test_gpu_codeg
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from conftest import compile_and_compare
+from conftest import compile_and_compare, wrapper_source
 
 import mlirc
 from mlirc.config import config
@@ -67,7 +68,7 @@ def _relative_error(value: torch.Tensor, exact: torch.Tensor) -> float:
 @pytest.mark.parametrize(
     "fn,shape",
     [
-        (lambda x: x.sum(), (2**24,)),  # chunks of 4096, over programs
+        (lambda x: x.sum(), (2**24,)),  # chunks over programs
         (lambda x: x.sum(0), (2**16, 3)),  # a long strided dim: chunks of 256 rows
         (lambda x: x.mean(1), (3, 70001, 5)),  # a middle dim, with a leftover chunk
         (lambda x: torch.softmax(x, -1), (4, 20000)),  # rows longer than a row group
@@ -119,6 +120,44 @@ def test_conv_net():
     with torch.no_grad():
         stats = compile_and_compare(model, cuda(2, 3, 17, 15), expect_no_fallback=False)
     assert stats.failed_regions == 0, stats.summary()
+
+
+class _Block(nn.Module):
+    """A ResNet basic block with a strided shortcut, then an average pool whose window
+    sums are an exact (never TF32) convolution."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(6, 12, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(12)
+        self.conv2, self.bn2 = nn.Conv2d(12, 12, 3, padding=1, bias=False), nn.BatchNorm2d(12)
+        self.shortcut = nn.Conv2d(6, 12, 1, stride=2)
+        for bn in (self.bn1, self.bn2):
+            bn.running_mean.normal_(0, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # the padded pool between convolutions: a gather over NHWC, its loops reordered
+        y = F.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 3, 1, 1)
+        y = torch.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+        return F.avg_pool2d(y, 3, stride=2, padding=1) * 2
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_conv_block_runs_channels_last(layout, tmp_path, monkeypatch):
+    """mlirc-channels-last on the GPU: cuDNN gets NHWC activations and the kernels
+    between convolutions read and write NHWC (mlirc-gpu-loop-order), with eager's
+    answers on odd sizes and either input layout.  In float32 sums: with cuDNN's
+    default TF32, eager's NCHW algorithms and the NHWC ones round differently (3e-4
+    apart here), as Inductor's channels-last convolutions do."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    model = _Block().cuda().eval()
+    x = cuda(3, 6, 17, 23)
+    x = x.to(memory_format=torch.channels_last) if layout == "channels_last" else x
+    with torch.no_grad():
+        compile_and_compare(model, x)
+        source = wrapper_source(model, (x,), tmp_path)
+    assert "permute(0, 3, 1, 2), None" in source  # conv2d_nhwc
+    assert re.search(r"exact_conv2d\(\w+\.permute\(0, 3, 1, 2\)", source)  # the pool's sums, NHWC and exact
 
 
 def test_runs_on_the_current_stream():

@@ -16,6 +16,7 @@ from mlir import ir
 from triton.backends.compiler import GPUTarget
 
 import mlirc
+from mlirc.backends import gpu as gpu_backend
 from mlirc.backends.gpu.compiler import compile_ttir, triton_kernels
 from mlirc.config import config
 from mlirc.dialects import make_context
@@ -235,9 +236,11 @@ def test_kernels_of_symbolic_sizes_compile_for_sm90(case, tmp_path, monkeypatch)
         assert looped_rows >= 1
 
 
-def _cuda_kernels(fn, args, tmp_path) -> list:
+def _cuda_kernels(fn, args, tmp_path, libraries: list | None = None) -> list:
     """`fn`'s kernels for the CUDA target: traced on the CPU, its mlirc-stage module
-    retargeted (the mlirc stage is device-neutral) and taken through the GPU stages."""
+    retargeted (the mlirc stage is device-neutral) and taken through the GPU stages;
+    `libraries` collects the library calls' kinds."""
+    libraries = [] if libraries is None else libraries
     config.dump_dir = str(tmp_path)
     try:
         torch.compile(fn, backend="mlirc")(*args)
@@ -246,13 +249,18 @@ def _cuda_kernels(fn, args, tmp_path) -> list:
     (text,) = [open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.mlirc.mlir"))]
     with make_context():
         module = ir.Module.parse(text.replace('mlirc.target = "cpu"', 'mlirc.target = "cuda"'))
-        stages = [name for s in ("linalg", "kernels", "gpu-fusion", "gpu") for name in STAGES[s]]
+        stages = [name for s in (*gpu_backend.STAGES, gpu_backend.KERNEL_STAGE) for name in STAGES[s]]
         run_passes(module, stages, stage="mlirc-stage-gpu")
         grids = {
             op.sym_name.value: op.attributes["mlirc.gpu.grid"]
             for op in module.body.operations
             if "mlirc.gpu.grid" in op.attributes
         }
+        libraries.extend(
+            ir.StringAttr(op.attributes["mlirc.library"]).value
+            for op in module.body.operations
+            if "mlirc.library" in op.attributes
+        )
         return [(kernel, list(ir.DenseI64ArrayAttr(grids[kernel.name]))) for kernel in triton_kernels(module)]
 
 
@@ -276,8 +284,8 @@ def test_rows_a_program_holds_stay_one_kernel(fn, shapes, tmp_path, monkeypatch)
 
 
 def test_long_sum_spreads_over_programs(tmp_path, monkeypatch):
-    """A whole-tensor sum of a million values is split in 4096-value chunks, one per
-    program, rather than walked by a single one."""
+    """A whole-tensor sum of a million values is split in chunks over many programs,
+    rather than walked by a single one."""
     monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
     kernels = _cuda_kernels(lambda x: (x * 2).sum(), [torch.randn(1000, 1000)], tmp_path)
     assert len(kernels) >= 2
@@ -287,8 +295,27 @@ def test_long_sum_spreads_over_programs(tmp_path, monkeypatch):
 
 
 def test_split_limits_match_the_gpu_tiles():
-    """mlirc-split-reductions (a shared pass) keeps its own copy of the GPU's tile and
-    row sizes: they must agree."""
-    from mlirc.passes import gpu_fuse_rows, gpu_tile_plans, split_reductions
+    """mlirc-split-reductions (a shared pass) keeps its own copy of the GPU's longest
+    row group row: they must agree."""
+    from mlirc.passes import gpu_fuse_rows, split_reductions
 
-    assert split_reductions.LIMITS["cuda"].contiguous == (gpu_tile_plans.TILE_ELEMENTS, gpu_fuse_rows.MAX_ROW)
+    assert split_reductions.LIMITS["cuda"].contiguous[1] == gpu_fuse_rows.MAX_ROW
+
+
+def test_cnn_runs_channels_last_on_the_gpu(tmp_path, monkeypatch):
+    """mlirc-channels-last on the CUDA target: convolutions are NHWC library calls,
+    and the kernels between them (renumbered by mlirc-gpu-loop-order, lit-tested) lower
+    and compile, a padded max pool's bounds check (affine.apply on loop indices) too."""
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1),
+        torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU(),
+    ).eval()  # fmt: skip
+    libraries: list = []
+    with torch.no_grad():
+        kernels = _cuda_kernels(model, [torch.randn(2, 3, 17, 15)], tmp_path, libraries)
+    assert libraries == ["conv2d_nhwc", "conv2d_nhwc"]
+    pool = [k for k, _ in kernels if '"arith.maximumf"' in k.ttir and '"scf.for"' in k.ttir]
+    assert pool, [k.name for k, _ in kernels]
+    for kernel, _ in kernels:
+        assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000

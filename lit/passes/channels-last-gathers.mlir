@@ -1,4 +1,4 @@
-// RUN: mlirc-opt %s -p mlirc-cpu-channels-last,canonicalize,cse | FileCheck %s
+// RUN: mlirc-opt %s -p mlirc-channels-last,canonicalize,cse | FileCheck %s
 
 // What reads a convolution's NHWC result besides elementwise ops.  A padding (a
 // gather: tensor.extract at clamped indices) reads the NHWC tensor with its indices

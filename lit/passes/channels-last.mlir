@@ -1,4 +1,4 @@
-// RUN: mlirc-opt %s -p mlirc-cpu-channels-last,canonicalize,cse | FileCheck %s
+// RUN: mlirc-opt %s -p mlirc-channels-last,canonicalize,cse | FileCheck %s
 
 // conv -> relu -> conv -> max-pool.  Both convolutions become NHWC library calls;
 // the input is copied to NHWC once, the relu and the (generalized) pool read and

@@ -44,7 +44,7 @@ func.func @kernel_1(%a: tensor<7x137xf32>) -> tensor<7xf32> attributes {mlirc.ke
   return %r : tensor<7xf32>
 }
 
-// A channels-last max-pool (mlirc-cpu-channels-last's form: loops n, c, h, w, kh, kw).
+// A channels-last max-pool (mlirc-channels-last's form: loops n, c, h, w, kh, kw).
 // The channel loop moves innermost; n, h, w are tiled to 1, the 2x2 window stays
 // whole, and the window reduces lane-wise over whole channel vectors (20 channels:
 // the last vector is masked).

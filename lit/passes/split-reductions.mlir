@@ -116,14 +116,14 @@ func.func @of_broadcast(%a: tensor<4x1x?xf32>, %n: index) -> tensor<4x?xf32> att
 
 // -----
 
-// On a GPU (module target "cuda"), a program reduces a 4096-value tile as a tree and
+// On a GPU (module target "cuda"), a program reduces a tile as a tree and
 // a row group keeps rows up to 8192 whole: a row of 8192 stays unsplit (a softmax
-// over it is one kernel); a longer one splits in chunks of 4096 for parallelism
-// across programs; a column in chunks of 256 rows, only past 1024.
+// over it is one kernel); a longer one splits in chunks of 512, as on the CPU; a
+// column in chunks of 256 rows, only past 1024.
 // CHECK-LABEL: func.func @gpu
 // CHECK: "mlirc.reduce_sum"(%arg0) {dims = array<i64: 1>, keepdim = true} : (tensor<16x8192xf32>) -> tensor<16x1xf32>
-// CHECK: "mlirc.reshape"(%arg1) : (tensor<2x20480xf32>) -> tensor<2x5x4096xf32>
-// CHECK: "mlirc.reduce_sum"(%{{.*}}) {dims = array<i64: 2>, keepdim = false} : (tensor<2x5x4096xf32>) -> tensor<2x5xf32>
+// CHECK: "mlirc.reshape"(%arg1) : (tensor<2x20480xf32>) -> tensor<2x40x512xf32>
+// CHECK: "mlirc.reduce_sum"(%{{.*}}) {dims = array<i64: 2>, keepdim = false} : (tensor<2x40x512xf32>) -> tensor<2x40xf32>
 // CHECK: "mlirc.reduce_sum"(%arg2) {dims = array<i64: 0>, keepdim = false} : (tensor<1024x64xf32>) -> tensor<64xf32>
 // CHECK: "mlirc.reshape"(%arg3) : (tensor<16384x64xf32>) -> tensor<64x256x64xf32>
 // CHECK: "mlirc.reduce_sum"(%{{.*}}) {dims = array<i64: 1>, keepdim = false} : (tensor<64x256x64xf32>) -> tensor<64x64xf32>

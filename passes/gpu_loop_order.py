@@ -1,0 +1,67 @@
+"""mlirc-gpu-loop-order: a generic's parallel loops in its result's memory order.
+
+A GPU kernel spreads a generic's flattened parallel loops over its threads in loop
+order (passes/gpu_tile_plans.py): neighbouring threads take neighbouring points of
+the last loop.  Where the result's indexing map permutes the loops -- an activation
+kept channels-last (mlirc-channels-last: loops n, c, h, w writing n, h, w, c) --
+neighbouring threads would store C elements apart, each store its own memory
+transaction.  Here the parallel loops are renumbered so that the result's map is the
+identity on them; reduction loops stay last, in their order.  Operands read in the
+result's layout (the previous activation) are then read contiguously too.  Bodies
+change only where they read a loop's index (linalg.index).  The CPU vectorizes along
+whichever loop its schedule picks, so this is the GPU's alone.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from mlirc.dialects.attributes import LIBRARY_ATTR
+from mlirc.passes.ir_utils import functions, nested_ops
+from mlirc.passes.registry import register_pass
+
+
+def _maps(op: ir.Operation) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def result_order(generic: ir.Operation) -> list[int] | None:
+    """The new loop order (old loop positions), or None where the result's map is
+    already the identity on the parallel loops or not a permutation of them."""
+    iterators = [str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])]
+    parallel = [d for d, k in enumerate(iterators) if "parallel" in k]
+    if len(generic.results) != 1:
+        return None
+    out_map = _maps(generic)[-1]
+    dims = [ir.AffineDimExpr(e).position if isinstance(e, ir.AffineDimExpr) else None for e in out_map.results]
+    if None in dims or sorted(dims) != parallel or dims == parallel:
+        return None
+    return dims + [d for d, k in enumerate(iterators) if "parallel" not in k]
+
+
+def reorder_loops(generic: ir.Operation, order: list[int]) -> None:
+    """Loop i of the new generic is loop order[i] of the old one."""
+    count = len(order)
+    new_position = {old: new for new, old in enumerate(order)}
+    # old loop d's value is new loop new_position[d]: substitute it into every map
+    old_in_new = ir.AffineMap.get(count, 0, [ir.AffineDimExpr.get(new_position[d]) for d in range(count)])
+    maps = [ir.AffineMap.get(count, m.n_symbols, [e.compose(old_in_new) for e in m.results]) for m in _maps(generic)]
+    generic.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
+    iterators = list(ir.ArrayAttr(generic.attributes["iterator_types"]))
+    generic.attributes["iterator_types"] = ir.ArrayAttr.get([iterators[d] for d in order])
+    for op in nested_ops(generic):
+        if op.name == "linalg.index":
+            old = ir.IntegerAttr(op.attributes["dim"]).value
+            op.attributes["dim"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), new_position[old])
+
+
+@register_pass("mlirc-gpu-loop-order", "Renumber each generic's parallel loops into its result's memory order (GPU)")
+def gpu_loop_order(module: ir.Operation) -> None:
+    for kernel in functions(module.regions[0].blocks[0]).values():
+        if LIBRARY_ATTR in kernel.attributes:
+            continue  # a library call's body is the reference for mlirc-opt, never lowered
+        for op in nested_ops(kernel.operation):
+            if op.name == "linalg.generic":
+                order = result_order(op)
+                if order is not None:
+                    reorder_loops(op, order)
