@@ -15,7 +15,7 @@ mkdir -p /tmp/site
 ln -sfn "$PWD" /tmp/site/mlirc
 export PYTHONPATH=/tmp/site:$PWD/.device/pylib MLIRC_CACHE_DIR=/tmp/mlirc-cache
 # the zoo's transformers (and its pure-Python dependencies), where a bundle was carried
-# (README, "The model zoo on the GPU host")
+# (README, the GPU section: `--suite zoo`)
 if [ -f .device/zoo-site-cp312.tar.xz ]; then
   mkdir -p /tmp/zoosite && { [ -d /tmp/zoosite/transformers ] || tar -xJf .device/zoo-site-cp312.tar.xz -C /tmp/zoosite; }
   export PYTHONPATH=$PYTHONPATH:/tmp/zoosite
