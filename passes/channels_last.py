@@ -33,6 +33,7 @@ from mlirc.dialects.attributes import LIBRARY_ATTR
 from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import callee, entry_functions, functions, nested_ops, run_transform
+from mlirc.passes.linalg_utils import indexing_maps, set_indexing_maps
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
 
@@ -54,14 +55,6 @@ def permute(value: ir.Value, perm: tuple[int, ...]) -> ir.Value:
 def _permuted_type(t: ir.Type, perm: tuple[int, ...]) -> ir.Type:
     shape = shapes.shape_of(t)
     return shapes.tensor_type([shape[p] for p in perm], shapes.elem_of(t))
-
-
-def _maps(op: ir.Operation) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-
-
-def _set_maps(op: ir.Operation, maps: list[ir.AffineMap]) -> None:
-    op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
 
 
 def _reorder(amap: ir.AffineMap, perm: tuple[int, ...]) -> ir.AffineMap:
@@ -150,7 +143,7 @@ def _writes_activation(op: ir.Operation) -> bool:
     # A `?` image dim is taken as more than one pixel: either layout computes the same.
     if len(shape) != 4 or (None not in shape[2:] and shape[2] * shape[3] <= 1):
         return False
-    if not all(isinstance(e, ir.AffineDimExpr) for e in _maps(op)[-1].results):
+    if not all(isinstance(e, ir.AffineDimExpr) for e in indexing_maps(op)[-1].results):
         return False
     init = op.operands[len(op.operands) - 1]
     return _fresh_init(init) is not None
@@ -184,7 +177,7 @@ def _read_nhwc(op: ir.Operation, nchw_views: dict) -> tuple[bool, bool]:
     dims where the result has them (elementwise ops, pooling windows): only then is
     the result an NCHW image that NHWC suits.  A permute (ConvNeXt's NCHW -> NHWC) is not: written "NHWC" it
     came out as (N, W, C, H), and its layer norm reduced across strided memory."""
-    maps = _maps(op)
+    maps = indexing_maps(op)
     changed = _gather_nhwc(op, nchw_views)
     aligned = changed  # a padding's (or concatenation's) reads follow the element it writes
     inputs = len(op.operands) - len(op.results)
@@ -196,7 +189,7 @@ def _read_nhwc(op: ir.Operation, nchw_views: dict) -> tuple[bool, bool]:
             maps[i] = _reorder(maps[i], TO_NHWC)
             changed = True
     if changed:
-        _set_maps(op, maps)
+        set_indexing_maps(op, maps)
     return changed, aligned
 
 
@@ -229,9 +222,9 @@ def _write_nhwc(op: ir.Operation) -> ir.Value:
     index = len(op.operands) - 1
     with ir.InsertionPoint(op), op.location:
         op.operands[index] = _nhwc_init(op.operands[index])
-    maps = _maps(op)
+    maps = indexing_maps(op)
     maps[-1] = _reorder(maps[-1], TO_NHWC)
-    _set_maps(op, maps)
+    set_indexing_maps(op, maps)
     return _nhwc_result(op, result, users)
 
 

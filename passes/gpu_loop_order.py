@@ -18,11 +18,8 @@ from mlir import ir
 
 from mlirc.dialects.attributes import LIBRARY_ATTR
 from mlirc.passes.ir_utils import functions, nested_ops
+from mlirc.passes.linalg_utils import indexing_maps, set_indexing_maps
 from mlirc.passes.registry import register_pass
-
-
-def _maps(op: ir.Operation) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
 def result_order(generic: ir.Operation) -> list[int] | None:
@@ -32,7 +29,7 @@ def result_order(generic: ir.Operation) -> list[int] | None:
     parallel = [d for d, k in enumerate(iterators) if "parallel" in k]
     if len(generic.results) != 1:
         return None
-    out_map = _maps(generic)[-1]
+    out_map = indexing_maps(generic)[-1]
     dims = [ir.AffineDimExpr(e).position if isinstance(e, ir.AffineDimExpr) else None for e in out_map.results]
     if None in dims or sorted(dims) != parallel or dims == parallel:
         return None
@@ -45,8 +42,10 @@ def reorder_loops(generic: ir.Operation, order: list[int]) -> None:
     new_position = {old: new for new, old in enumerate(order)}
     # old loop d's value is new loop new_position[d]: substitute it into every map
     old_in_new = ir.AffineMap.get(count, 0, [ir.AffineDimExpr.get(new_position[d]) for d in range(count)])
-    maps = [ir.AffineMap.get(count, m.n_symbols, [e.compose(old_in_new) for e in m.results]) for m in _maps(generic)]
-    generic.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
+    maps = [
+        ir.AffineMap.get(count, m.n_symbols, [e.compose(old_in_new) for e in m.results]) for m in indexing_maps(generic)
+    ]
+    set_indexing_maps(generic, maps)
     iterators = list(ir.ArrayAttr(generic.attributes["iterator_types"]))
     generic.attributes["iterator_types"] = ir.ArrayAttr.get([iterators[d] for d in order])
     for op in nested_ops(generic):

@@ -16,6 +16,15 @@ VIEWS = RESHAPES | {"tensor.extract_slice"}
 KERNEL_PLUMBING = frozenset({"arith.constant", "tensor.empty", "linalg.fill", "linalg.generic", "func.return"})
 
 
+def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
+    """A linalg op's indexing maps, operands in order."""
+    return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def set_indexing_maps(op: ir.Operation, maps: list[ir.AffineMap]) -> None:
+    op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
+
+
 def is_fill(op: ir.Operation) -> bool:
     """linalg.fill, or the generic that linalg-generalize-named-ops makes of one."""
     if op.name == "linalg.fill":
