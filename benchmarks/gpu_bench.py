@@ -3,6 +3,7 @@ issue's microbenchmarks, in one process, one run.
 
     python benchmarks/gpu_bench.py [out_dir] [--cases a,b] [--backends eager,mlirc] [--dynamic]
     python benchmarks/gpu_bench.py [out_dir] --suite zoo [--cases resnet18,gpt2]
+    python benchmarks/gpu_bench.py --suite zoo --cases resnet50@32@reduce-overhead   # one row
 
 `--suite zoo` runs benchmarks/zoo.py's real architectures instead: each model at batch
 ZOO_BATCH in default mode and with CUDA graphs (mode="reduce-overhead", for Inductor and
@@ -105,11 +106,14 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 
 def _zoo_rows(models: list[str]) -> list[str]:
-    """A zoo model's three rows: `<model>@<batch>[@<mode>]`."""
+    """A zoo model's three rows: `<model>@<batch>[@<mode>]`; a row named so
+    (`--cases resnet50@32@reduce-overhead`) is that row alone."""
     return [
         r
         for m in models
-        for r in (f"{m}@{ZOO_BATCH}", f"{m}@{ZOO_BATCH}@reduce-overhead", f"{m}@{ZOO_THROUGHPUT_BATCH}")
+        for r in (
+            [m] if "@" in m else (f"{m}@{ZOO_BATCH}", f"{m}@{ZOO_BATCH}@reduce-overhead", f"{m}@{ZOO_THROUGHPUT_BATCH}")
+        )
     ]
 
 

@@ -148,9 +148,17 @@ def compile_fx_graph(
     if mode in CUDA_GRAPH_MODES and device.type == "cuda":
         from mlirc.backends.gpu.cudagraphs import CudaGraphed
 
-        fn = CudaGraphed(fn)
+        fn = CudaGraphed(fn, _static_inputs() if inference else ())
     fn = _cpu_scalars_to(device, fn, example_inputs)  # outside the graph: a copy from the host
     return make_boxed_func(fn)
+
+
+def _static_inputs() -> list[int]:
+    """The forward graph's parameters and buffers (Dynamo's static inputs), which a
+    CUDA graph reads in place."""
+    context = torch._guards.TracingContext.try_get()
+    metadata = getattr(context, "fw_metadata", None)
+    return list(metadata.static_input_indices) if metadata is not None else []
 
 
 def _mark_frozen(gm: fx.GraphModule) -> None:

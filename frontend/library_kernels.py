@@ -1,6 +1,8 @@
 """Ops mlirc calls as library kernels on purpose, as Inductor does with its extern
-kernels: dense linear algebra (LAPACK through ATen), FFTs, and CPU flash attention
-(kept whole only while MLIRC_LIBRARY_GEMM is on: frontend/decompositions.py).  They run through
+kernels: dense linear algebra (LAPACK through ATen), FFTs, CPU flash attention
+(kept whole only while MLIRC_LIBRARY_GEMM is on: frontend/decompositions.py) and
+CUDA's fused attention (flash, memory-efficient, cuDNN: whichever torch's SDPA
+dispatch picked when the graph was traced; no decomposition exists).  They run through
 ATen, like fallback nodes, but they are not fallback: no compiler generates better
 code for a QR factorization than LAPACK.  Every elementwise, reduction and
 data-movement op stays generated code: this list must never grow into those.
@@ -24,6 +26,9 @@ LIBRARY_OPS = frozenset(
         "linalg_householder_product", "linalg_matrix_exp", "linalg_pinv",
         "cholesky", "cholesky_solve", "cholesky_inverse", "triangular_solve", "lu_unpack", "geqrf", "ormqr",
         "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
+        "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
+        "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
+        "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
     }
 )  # fmt: skip
 

@@ -198,6 +198,86 @@ def test_reduce_overhead_replays_fresh_results():
     assert mlirc.stats().failed_regions == 0
 
 
+def test_reduce_overhead_reads_parameters_in_place(caplog):
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 9 * 9, 5))
+    model = model.cuda().eval()
+    model[1].running_mean.normal_()
+    fn = torch.compile(model, backend="mlirc", mode="reduce-overhead")
+    x = cuda(2, 3, 11, 11)
+    with torch.no_grad(), caplog.at_level("INFO", logger="mlirc.backends.gpu.cudagraphs"):
+        for _ in range(3):  # run, capture, replay
+            torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-4)
+        # parameters and batch norm statistics are read where they are, not copied per call
+        captured = [r.getMessage() for r in caplog.records if "captured" in r.getMessage()]
+        in_place = [int(re.search(r"(\d+) in place", m).group(1)) for m in captured]
+        assert in_place and min(in_place) >= 8, captured  # conv 2, batch norm 4, linear 2
+        model[1].running_var.mul_(3)  # an in-place edit: the next replay reads it
+        torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-4)
+        model[0].weight.data = torch.randn_like(model[0].weight)  # moved: captured again, never stale
+        torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(fn(x * 2), model(x * 2), rtol=1e-4, atol=1e-4)
+    assert mlirc.stats().failed_regions == 0
+
+
+CUDA_ATTENTION = {
+    f"aten.{name}.default"
+    for name in (
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention",
+    )
+}
+
+
+def _attention_cases(dtype):
+    def t(*shape):
+        return cuda(*shape, dtype=dtype)
+
+    b, h, lq, lk, e = 2, 3, 17, 19, 8  # primes: no tile divides them
+    yield "no mask", (t(b, h, lq, e), t(b, h, lk, e), t(b, h, lk, e)), {}
+    yield "float mask", (t(b, h, lq, e), t(b, h, lk, e), t(b, h, lk, e)), {"attn_mask": t(b, 1, lq, lk)}
+    yield "bool mask", (t(b, h, lq, e), t(b, h, lk, e), t(b, h, lk, e)), {"attn_mask": cuda(lq, lk) > -0.5}
+    yield "causal scaled", (t(1, 2, 13, 16), t(1, 2, 13, 16), t(1, 2, 13, 16)), {"is_causal": True, "scale": 0.3}
+    qt = t(b, lq, h, e).transpose(1, 2)  # heads split from a (B, L, H*E) projection
+    yield "non-contiguous", (qt, t(b, h, lk, e), t(b, h, lk, e)), {}
+    yield "one query", (t(b, h, 1, e), t(b, h, lk, e), t(b, h, lk, e)), {}
+    yield "gqa", (t(b, 6, lq, 16), t(b, 2, lk, 16), t(b, 2, lk, 16)), {"enable_gqa": True}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_attention_is_a_library_kernel(dtype):
+    tol = TOLERANCE[dtype]
+    for name, args, kwargs in _attention_cases(dtype):
+        torch._dynamo.reset()
+        mlirc.reset_stats()
+        stats = compile_and_compare(
+            lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs), *args, rtol=tol, atol=tol,
+            expect_no_fallback=False,
+        )  # fmt: skip
+        assert stats.fallback_nodes == 0, (name, stats.summary())
+        fused = sum(n for op, n in stats.library_ops.items() if op in CUDA_ATTENTION)
+        assert fused == 1 or name == "gqa", (name, stats.summary())  # GQA: whichever kernel takes it
+
+
+def test_attention_backward_is_a_library_kernel():
+    q, k, v = (cuda(2, 3, 17, 16).requires_grad_() for _ in range(3))
+    mask = cuda(17, 17)
+
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    expected = fn(q, k, v)
+    grads = torch.autograd.grad(expected.square().sum(), (q, k, v))
+    actual = torch.compile(fn, backend="mlirc")(q, k, v)
+    compiled_grads = torch.autograd.grad(actual.square().sum(), (q, k, v))
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
+    for got, want in zip(compiled_grads, grads, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    stats = mlirc.stats()
+    assert stats.fallback_nodes == 0, stats.summary()
+    assert any(op.endswith("_backward.default") for op in stats.library_ops), stats.summary()
+
+
 GEMM_CASES = {
     "linear_gelu": lambda x, w, b: F.gelu(F.linear(x, w, b)),
     "linear_residual": lambda x, w, b: F.linear(x, w, b) + x[..., : w.shape[0]] * 2,
