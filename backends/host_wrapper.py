@@ -263,16 +263,44 @@ class PreparedCache:
             self.state = (key, values, tuple(t.untyped_storage() for t in frozen))
         return values
 
+    def refresh_in_place(self, frozen: tuple) -> None:
+        """For a CUDA graph that reads the cached values where they are: when a frozen
+        argument changed since they were computed, recompute them into the same
+        buffers (backends/gpu/cudagraphs.py calls this before each replay)."""
+        key = tuple(x for t in frozen for x in (t._version, t.data_ptr()))
+        key_then, values, _ = self.state
+        if key != key_then:
+            for cached, fresh in zip(values, self.prepare(*frozen), strict=True):
+                cached.copy_(fresh)
+            self.state = (key, values, tuple(t.untyped_storage() for t in frozen))
 
-def frozen_guard_source(entry: func.FuncOp) -> str:
+
+def frozen_guard_source(entry: func.FuncOp, graph_capture: bool = False) -> str:
     """`call`: computes the prepared values when a frozen argument changed (or has no
-    version counter: an inference tensor), then runs `call_prepared` with them."""
+    version counter: an inference tensor), then runs `call_prepared` with them.
+
+    `graph_capture` (CUDA): while a CUDA graph captures the call, cached values are
+    read in place and the capture is told (`note_capture`), so that each replay first
+    refreshes them (PreparedCache.refresh_in_place); values computed now are
+    computed by the graph itself, on every replay, and not cached."""
     positions = list(ir.DenseI64ArrayAttr(entry.attributes[PREPARED_ATTR]))
     count = len(ir.FunctionType(entry.attributes["function_type"].value).inputs)
     prepared = len(ir.FunctionType(_prepare_of(entry).attributes["function_type"].value).results)
     args = [f"a{i}" for i in range(count - prepared)]
     frozen = "".join(f"a{i}, " for i in positions)
     key = "".join(f"a{i}._version, a{i}.data_ptr(), " for i in positions)
+    if graph_capture:
+        choose = [
+            "    if key is not None and state[0] == key:",
+            "        values = state[1]",
+            f"        if capturing(): note_capture(prepared, ({frozen}))",
+            "    else:",
+            f"        values = prepare({frozen}) if capturing() else prepared.refresh(key, ({frozen}))",
+        ]
+    else:
+        choose = [
+            f"    values = state[1] if key is not None and state[0] == key else prepared.refresh(key, ({frozen}))"
+        ]
     return "\n".join(
         [
             f"def call({', '.join(args)}):",
@@ -281,7 +309,7 @@ def frozen_guard_source(entry: func.FuncOp) -> str:
             "    except RuntimeError:",
             "        key = None",
             "    state = prepared.state",
-            f"    values = state[1] if key is not None and state[0] == key else prepared.refresh(key, ({frozen}))",
+            *choose,
             f"    return call_prepared({''.join(a + ', ' for a in args)}*values)",
         ]
     )

@@ -307,6 +307,8 @@ def _wrap_gpu(
         lambda: runtime.build_wrapper(module, compiled, result_dtypes, device)[:2],  # type: ignore[arg-type]
         lambda: f"the wrapper is built from {_saved(str(module), name, 'gpu-fusion')}",
     )
+    if any(PREPARE_ATTR in op.attributes for op in module.body.operations):
+        stats().prepared_regions += 1
     return call, source, len(compiled.launchers)  # type: ignore[attr-defined]
 
 

@@ -134,10 +134,13 @@ CPU = [
     *CPU_BUFFERIZE,
     *CPU_TO_LLVM,
 ]
-# Named ops (pooling, non-library contractions) become generics: the tt lowering
-# tiles any generic, reading operands through their indexing maps.
+# Work on parameters alone (a convolution weight's OIHW -> OHWI transpose) moves out
+# first, as on the CPU: its kernels run once, not per call.  Named ops (pooling,
+# non-library contractions) become generics: the tt lowering tiles any generic,
+# reading operands through their indexing maps.
 GPU_FUSION = [
-    "mlirc-gpu-loop-order", "mlirc-gpu-matmul", "mlirc-gpu-fuse-rows", "func.func(linalg-generalize-named-ops)",
+    "mlirc-hoist-frozen", "mlirc-gpu-loop-order", "mlirc-gpu-matmul", "mlirc-gpu-fuse-rows",
+    "func.func(linalg-generalize-named-ops)",
 ]  # fmt: skip
 GPU = ["mlirc-gpu-lower-to-tt"]
 

@@ -213,10 +213,27 @@ def test_reduce_overhead_reads_parameters_in_place(caplog):
         assert in_place and min(in_place) >= 8, captured  # conv 2, batch norm 4, linear 2
         model[1].running_var.mul_(3)  # an in-place edit: the next replay reads it
         torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-4)
+        model[0].weight.mul_(-2)  # its cached NHWC copy (a prepared value) is refreshed before the replay
+        torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-4)
         model[0].weight.data = torch.randn_like(model[0].weight)  # moved: captured again, never stale
         torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(fn(x * 2), model(x * 2), rtol=1e-4, atol=1e-4)
     assert mlirc.stats().failed_regions == 0
+
+
+def test_convolution_weights_are_prepared_once():
+    """The weights' NHWC copies are made by the prepare function (passes/hoist_frozen.py),
+    cached, and made again when a weight changes in place or moves."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 4, 3, stride=2)).cuda().eval()
+    fn = torch.compile(model, backend="mlirc")
+    x = cuda(2, 3, 13, 11)
+    with torch.no_grad():
+        torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-4)
+        assert mlirc.stats().prepared_regions == 1, mlirc.stats().summary()
+        model[2].weight.mul_(-2)
+        torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-4)
+        model[0].weight.data = torch.randn_like(model[0].weight)
+        torch.testing.assert_close(fn(x), model(x), rtol=1e-4, atol=1e-4)
 
 
 CUDA_ATTENTION = {

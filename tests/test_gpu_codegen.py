@@ -236,11 +236,13 @@ def test_kernels_of_symbolic_sizes_compile_for_sm90(case, tmp_path, monkeypatch)
         assert looped_rows >= 1
 
 
-def _cuda_kernels(fn, args, tmp_path, libraries: list | None = None) -> list:
+def _cuda_kernels(fn, args, tmp_path, libraries: list | None = None, prepared: list | None = None) -> list:
     """`fn`'s kernels for the CUDA target: traced on the CPU, its mlirc-stage module
     retargeted (the mlirc stage is device-neutral) and taken through the GPU stages;
-    `libraries` collects the library calls' kinds."""
+    `libraries` collects the library calls' kinds, `prepared` the kernels the prepare
+    function calls (passes/hoist_frozen.py)."""
     libraries = [] if libraries is None else libraries
+    prepared = [] if prepared is None else prepared
     config.dump_dir = str(tmp_path)
     try:
         torch.compile(fn, backend="mlirc")(*args)
@@ -260,6 +262,13 @@ def _cuda_kernels(fn, args, tmp_path, libraries: list | None = None) -> list:
             ir.StringAttr(op.attributes["mlirc.library"]).value
             for op in module.body.operations
             if "mlirc.library" in op.attributes
+        )
+        prepared.extend(
+            inner.attributes["callee"].value
+            for op in module.body.operations
+            if "mlirc.prepare" in op.attributes
+            for inner in op.regions[0].blocks[0].operations
+            if inner.name == "func.call"
         )
         return [(kernel, list(ir.DenseI64ArrayAttr(grids[kernel.name]))) for kernel in triton_kernels(module)]
 
@@ -305,16 +314,19 @@ def test_split_limits_match_the_gpu_tiles():
 def test_cnn_runs_channels_last_on_the_gpu(tmp_path, monkeypatch):
     """mlirc-channels-last on the CUDA target: convolutions are NHWC library calls,
     and the kernels between them (renumbered by mlirc-gpu-loop-order, lit-tested) lower
-    and compile, a padded max pool's bounds check (affine.apply on loop indices) too."""
+    and compile, a padded max pool's bounds check (affine.apply on loop indices) too.
+    The weights' OIHW -> OHWI transposes run in the prepare function, not per call."""
     monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
     model = torch.nn.Sequential(
         torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1),
         torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU(),
     ).eval()  # fmt: skip
     libraries: list = []
+    prepared: list = []
     with torch.no_grad():
-        kernels = _cuda_kernels(model, [torch.randn(2, 3, 17, 15)], tmp_path, libraries)
+        kernels = _cuda_kernels(model, [torch.randn(2, 3, 17, 15)], tmp_path, libraries, prepared)
     assert libraries == ["conv2d_nhwc", "conv2d_nhwc"]
+    assert len(prepared) == 2, prepared  # one weight transpose per convolution
     pool = [k for k, _ in kernels if '"arith.maximumf"' in k.ttir and '"scf.for"' in k.ttir]
     assert pool, [k.name for k, _ in kernels]
     for kernel, _ in kernels:

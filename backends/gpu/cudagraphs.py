@@ -16,6 +16,11 @@ a call where one differs in shape, strides, dtype or device, or a static input
 moved (`p.data = ...`), or another argument differs, is captured again.  A graph
 that cannot be captured (a host sync inside) runs uncaptured from then on, with a
 warning.
+
+Prepared values (work on parameters alone, passes/hoist_frozen.py) are read from
+their cache in place too: a region's wrapper tells the capture which caches it read
+(`note_capture`), and each replay first refreshes those whose frozen arguments
+changed, into the same buffers.
 """
 
 from __future__ import annotations
@@ -28,6 +33,16 @@ from typing import Any
 import torch
 
 log = logging.getLogger(__name__)
+
+# While a graph is captured: the prepared caches its wrappers read, with their
+# frozen arguments (appended by note_capture).
+_noted: list[tuple[Any, tuple]] | None = None
+
+
+def note_capture(prepared: Any, frozen: tuple) -> None:
+    """Called by a wrapper that read cached prepared values while a graph captured it."""
+    if _noted is not None:
+        _noted.append((prepared, frozen))
 
 
 def _copy_out(value: Any) -> Any:
@@ -51,6 +66,7 @@ class _Capture:
         self.inputs = [a.clone() if i in copied else a for i, a in enumerate(args)]
         self.graph = torch.cuda.CUDAGraph()
         self.output: Any = None
+        self.prepared: list[tuple[Any, tuple]] = []  # the caches the graph reads
 
     @staticmethod
     def _layout(t: torch.Tensor) -> tuple:
@@ -67,6 +83,8 @@ class _Capture:
         inputs = self.inputs
         for i in self.copied:
             inputs[i].copy_(args[i])
+        for prepared, frozen in self.prepared:
+            prepared.refresh_in_place(frozen)
         self.graph.replay()
         return _copy_out(self.output)
 
@@ -101,7 +119,12 @@ class CudaGraphed:
         with torch.cuda.stream(stream):
             self.fn(*capture.inputs)  # settle allocations before capture
         torch.cuda.current_stream().wait_stream(stream)
-        with torch.cuda.graph(capture.graph):
-            capture.output = self.fn(*capture.inputs)
+        global _noted
+        _noted = capture.prepared
+        try:
+            with torch.cuda.graph(capture.graph):
+                capture.output = self.fn(*capture.inputs)
+        finally:
+            _noted = None
         log.info("mlirc: captured a CUDA graph (%d inputs, %d in place)", len(args), len(capture.static))
         return capture

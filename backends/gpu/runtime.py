@@ -22,8 +22,16 @@ from mlir import ir
 from mlir.dialects import func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+from mlirc.backends.gpu import cudagraphs
 from mlirc.backends.gpu.compiler import Launcher
-from mlirc.backends.host_wrapper import WrapperBuilder, wrapper_scope
+from mlirc.backends.host_wrapper import (
+    PreparedCache,
+    WrapperBuilder,
+    frozen_guard_source,
+    prepare_function,
+    storage_dtype,
+    wrapper_scope,
+)
 from mlirc.dialects import tt
 from mlirc.dialects.attributes import GRID_ATTR, GRID_SIZE_ATTR, ORIGIN_ATTR, SIZE_ARGS_ATTR
 from mlirc.passes.ir_utils import entry_functions
@@ -154,7 +162,14 @@ def build_wrapper(
             if origin in launchers:
                 kernels[name], launchers[name] = declarations[origin], launchers[origin]
     made = builder(entry, result_dtypes, kernels)
-    source = finish(made.build())
+    prepare = prepare_function(entry)
+    source = made.build("call" if prepare is None else "call_prepared")
+    if prepare is not None:  # work on parameters alone, cached (passes/hoist_frozen.py)
+        results = ir.FunctionType(prepare.attributes["function_type"].value).results
+        prepare_builder = GpuWrapperBuilder(prepare, [storage_dtype(t) for t in results], kernels)
+        prepare_builder.constants = made.constants  # one scope for both functions
+        source += "\n\n" + prepare_builder.build("prepare") + "\n\n" + frozen_guard_source(entry, graph_capture=True)
+    source = finish(source)
     index = device.index if device.index is not None else torch.cuda.current_device()
     with unset_fake_temporarily():  # the compile runs under the tracer's fake mode
         # the entry's constant operands (a bound size's from_elements), on the device
@@ -166,7 +181,11 @@ def build_wrapper(
         "device_index": index,
         "aligned": aligned,
         "get_stream": torch._C._cuda_getCurrentRawStream,
+        "capturing": torch.cuda.is_current_stream_capturing,
+        "note_capture": cudagraphs.note_capture,
         **constants,
     }
     exec(compile(source, "<mlirc-gpu-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
+    if prepare is not None:
+        scope["prepared"] = PreparedCache(scope["prepare"])
     return _on_device(scope["call"], index), source, scope
