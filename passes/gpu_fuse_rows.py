@@ -9,7 +9,9 @@ kernels for every size) are grouped too: their program walks each row in chunks,
 one pass per reduction (passes/gpu_row_loops.py).
 
 Groups are found by mlirc.passes.row_groups; inside one, a kernel reads an earlier
-member's result only in place, which is what keeps it in registers.  The members are inlined into one kernel, which
+member's result only in place, which is what keeps it in registers; per-row work
+between the reductions (pointwise over the rows alone: logsumexp's guard on the row
+maxima) joins too.  The members are inlined into one kernel, which
 `mlirc-gpu-lower-to-tt` lowers as a whole (TileEmitter.emit_rows).
 """
 
@@ -26,5 +28,5 @@ MAX_ROW = 8192  # elements of a row that one program keeps in registers
 
 @register_pass("mlirc-gpu-fuse-rows", "GPU: fuse consecutive kernels over the same rows into one kernel")
 def gpu_fuse_rows(module: ir.Operation) -> None:
-    for kernel, rows in fuse_row_groups(module, MAX_ROW):
+    for kernel, rows in fuse_row_groups(module, MAX_ROW, per_row=True):
         kernel.attributes[ROWS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rows)

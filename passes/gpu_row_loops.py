@@ -9,7 +9,8 @@ from the inputs (the earlier reductions' results, one value per row, stay in
 registers) and folds the chunk into an accumulator; a last pass computes the
 pointwise members again and stores what the kernel returns.  The inputs are so read
 once per pass, from L2 where they fit (the loads ask L2 to keep them), and nothing
-the group computes is written but its results.
+the group computes is written but its results.  Per-row members (pointwise over the
+rows alone) are computed once, between the passes, on the rows' values.
 """
 
 from __future__ import annotations
@@ -34,9 +35,19 @@ def emit_row_loops(emitter: TileEmitter, generics: list[ir.Operation]) -> None:
     for k, generic in enumerate(generics):
         if _reduces(generic):
             _fold_pass(emitter, generics[:k], generic, rows)
-    pointwise = [g for g in generics if not _reduces(g)]
+        elif _per_row(emitter, generic):
+            emitter.generic = generic
+            results = emitter.lower_body(emitter.read_inputs(rows))
+            rows.update(zip(generic.results, results, strict=True))
+            emitter.store_results(results)
+    pointwise = [g for g in generics if not _reduces(g) and not _per_row(emitter, g)]
     if any(r in emitter.memory for g in pointwise for r in g.results):
         _store_pass(emitter, generics, rows)
+
+
+def _per_row(emitter: TileEmitter, generic: ir.Operation) -> bool:
+    """Is `generic` pointwise over the rows alone (no loop over a row's elements)?"""
+    return len(ir.ArrayAttr(generic.attributes["iterator_types"])) == len(emitter.plan.parallel)
 
 
 def _loop(emitter: TileEmitter, carried: list[ir.Value]) -> tuple[ir.Operation, ir.Block]:
@@ -71,7 +82,7 @@ def _pointwise(emitter: TileEmitter, members: list[ir.Operation], values: dict, 
     """The members that do not reduce, on the current chunk (earlier reductions' rows
     are in `values` already)."""
     for generic in members:
-        if _reduces(generic):
+        if _reduces(generic) or _per_row(emitter, generic):  # their rows are in `values`
             continue
         emitter.generic = generic
         results = emitter.lower_body(emitter.read_inputs(values))

@@ -196,7 +196,8 @@ def _kept_dims(sizes: list[int], shape: list[Size]) -> list[int]:
 
 def plan_rows(generics: list[ir.Operation], rows: int, sizes: KernelSizes, wide: bool) -> TilePlan:
     """One tile holds whole rows: BLOCK_R covers R, BLOCK_P fills the budget."""
-    ranges = loop_sizes(generics[0], sizes)
+    # the ranges of a member over the rows and their elements, not of a per-row one
+    ranges = max((loop_sizes(g, sizes) for g in generics), key=len)
     size_p, size_r = math.prod(ranges[:rows]), math.prod(ranges[rows:])
     # rows of run-time length are walked in chunks (passes/gpu_row_loops.py)
     block_r = _next_pow2(int(size_r)) if is_static(size_r) else RUNTIME_ROW_BLOCK

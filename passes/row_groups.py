@@ -7,6 +7,11 @@ R into P.  Inside the group a kernel may read an earlier member's result only in
 place -- a P x R tile through the identity map, a row vector through (P) -- so
 that one row of every member can be computed before the next row starts.
 
+Where the caller allows it (the GPU), a group may also hold pointwise kernels over
+P alone: per-row work between reductions (logsumexp's `where(isinf(max), 0, max)`
+on the row maxima, the log after its sum), computed on the row values a program
+holds.  Outside a group each is a kernel of its own, and splits the group in two.
+
 Where the caller allows it (the CPU), a group may also start with contractions:
 kernels whose result is a whole P x R tile, reduced over further dims (a narrow
 linear layer, P x N summed over K; see mlirc-cpu-skinny-matmul), reading nothing
@@ -105,11 +110,17 @@ class Grouper:
     """Finds the groups among the entry's calls."""
 
     def __init__(
-        self, kernels: dict[str, func.FuncOp], max_row: int, contractions: bool = False, row_elements: bool = False
+        self,
+        kernels: dict[str, func.FuncOp],
+        max_row: int,
+        contractions: bool = False,
+        row_elements: bool = False,
+        per_row: bool = False,
     ) -> None:
         self.kernels = kernels
         self.max_row = max_row  # elements of the longest row a group may hold
         self.contractions = contractions  # may a group start with contractions?
+        self.per_row = per_row  # may a group hold pointwise kernels over P alone?
         # May a member read a fixed element of an earlier member's row?  A CPU row
         # loop holds the row in a buffer; a GPU program holds it across its lanes.
         self.row_elements = row_elements
@@ -162,7 +173,8 @@ class Grouper:
         produced = {r: self.kernel_of(m) for m in members for r in m.results}
         if self._is_contraction(shape, ranges, rows):
             return not members  # first, so it reads nothing the group computes
-        if shape.ranges != ranges or shape.rows not in (None, rows):
+        per_row = self.per_row and shape.rows is None and rows < len(ranges) and shape.ranges == ranges[:rows]
+        if not per_row and (shape.ranges != ranges or shape.rows not in (None, rows)):
             return False
         generic = single_generic(kernel)
         args = list(kernel.entry_block.arguments)
@@ -242,13 +254,13 @@ def _size_work(op: ir.Operation) -> bool:
 
 
 def fuse_row_groups(
-    module: ir.Operation, max_row: int, contractions: bool = False, row_elements: bool = False
+    module: ir.Operation, max_row: int, contractions: bool = False, row_elements: bool = False, per_row: bool = False
 ) -> list[tuple[func.FuncOp, int]]:
     """Inline every row group of the module's entries into one kernel `rows_N`;
     the fused kernels with their number of leading row dims."""
     top = module.regions[0].blocks[0]
     kernels = functions(top)
-    grouper = Grouper(kernels, max_row, contractions, row_elements)
+    grouper = Grouper(kernels, max_row, contractions, row_elements, per_row)
     fused: list[tuple[func.FuncOp, int]] = []
     for entry in entry_functions(top):
         calls = [op.operation for op in entry.entry_block.operations]

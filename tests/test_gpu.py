@@ -52,6 +52,7 @@ REDUCTIONS = {
     "mean_first": lambda x: x.mean(0),
     "amax_all": lambda x: x.amax(),
     "var": lambda x: x.var(-1),
+    "logsumexp": lambda x: torch.logsumexp(x, -1),
 }
 
 
@@ -59,6 +60,26 @@ REDUCTIONS = {
 @pytest.mark.parametrize("shape", [(1, 1), (5, 1000), (3, 10007), (130, 7)])
 def test_reductions(name, shape):
     compile_and_compare(REDUCTIONS[name], cuda(*shape), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_logsumexp_of_special_rows(dynamic):
+    """One row group (the guard on the row maxima inside it): rows of -inf, +inf,
+    NaN and a lone +inf give eager's -inf, inf, NaN, inf; rows of run-time length too."""
+
+    def f(x):
+        return torch.logsumexp(x * 2, -1) * 0.5 + 1  # per-row work after the sum too
+
+    fn = torch.compile(f, backend="mlirc", dynamic=dynamic)
+    for n in (37, 1000):
+        x = cuda(6, n)
+        x[0] = -float("inf")
+        x[1, 3] = float("inf")
+        x[2, 5] = float("nan")
+        x[3] = float("inf")
+        x[4, 0] = -float("inf")
+        torch.testing.assert_close(fn(x), f(x), rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert mlirc.stats().fallback_nodes == 0
 
 
 def _relative_error(value: torch.Tensor, exact: torch.Tensor) -> float:

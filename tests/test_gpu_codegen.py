@@ -187,6 +187,7 @@ SYMBOLIC = {
         lambda n: [torch.randn(3, n + 5)],
     ),
     "outer_sum": (lambda x: (x * 2).sum(0), lambda n: [torch.randn(n, n + 3)]),
+    "logsumexp_of_runtime_length": (lambda x: torch.logsumexp(x * 2, -1), lambda n: [torch.randn(3, n + 5)]),
     "attention": (lambda q, k: torch.softmax(q @ k.transpose(-1, -2) / 4, -1), lambda n: [torch.randn(2, n, 16)] * 2),
 }
 
@@ -232,7 +233,7 @@ def test_kernels_of_symbolic_sizes_compile_for_sm90(case, tmp_path, monkeypatch)
             for kernel in triton_kernels(module):
                 assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
     assert dynamic >= 1
-    if case in ("rows_of_runtime_length", "attention"):  # softmax over a `?` row: one group, walked in chunks
+    if case in ("rows_of_runtime_length", "attention", "logsumexp_of_runtime_length"):  # one group, in chunks
         assert looped_rows >= 1
 
 
@@ -279,13 +280,20 @@ def _rms_norm(x, w):
 
 @pytest.mark.parametrize(
     "fn, shapes",
-    [(lambda x: torch.softmax(x, -1), [(64, 4096)]), (_rms_norm, [(16, 8192), (8192,)])],
-    ids=["softmax_4096", "rms_norm_8192"],
+    [
+        (lambda x: torch.softmax(x, -1), [(64, 4096)]),
+        (_rms_norm, [(16, 8192), (8192,)]),
+        (lambda x: torch.logsumexp(x, -1), [(64, 4096)]),
+        (lambda x: torch.logsumexp(x * 3, -1, keepdim=True) - x, [(33, 1000)]),
+    ],
+    ids=["softmax_4096", "rms_norm_8192", "logsumexp_4096", "log_softmax_by_hand"],
 )
 def test_rows_a_program_holds_stay_one_kernel(fn, shapes, tmp_path, monkeypatch):
     """On the GPU a sum over a row that a row group holds (up to gpu_fuse_rows.MAX_ROW)
     is not split into chunk sums (mlirc-split-reductions' CPU limits split 4096 into 8
-    chunks: four kernels, each reading or writing the whole tensor)."""
+    chunks: four kernels, each reading or writing the whole tensor).  logsumexp's
+    per-row steps (the guard on the row maxima, the log of the sum) join the group:
+    alone, each was a kernel of its own between the reductions."""
     monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
     ((kernel, _),) = _cuda_kernels(fn, [torch.randn(s) for s in shapes], tmp_path)
     assert kernel.name.startswith("rows_")
