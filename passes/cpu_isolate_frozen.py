@@ -15,8 +15,10 @@ call, by the same rule), and pure data movement (a weight's transpose that a
 generated contraction reads through its indexing map, mlirc-cpu-skinny-matmul: a
 cached copy would be read with a stride).
 
-CPU only: the GPU pipeline has no prepare function, and a kernel of its own would be
-one more launch per call.
+CPU only: on the GPU a fused batch norm's factors cost nothing next to the memory
+traffic of the kernel they are recomputed in, and a kernel of their own would be one
+more launch per call (the GPU's prepare function takes what is a kernel of its own
+already: a convolution weight's transpose).
 """
 
 from __future__ import annotations
