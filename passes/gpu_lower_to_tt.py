@@ -248,8 +248,8 @@ def _emit(
         MatmulEmitter(name, shape.contraction, plan, buffers, scalars).emit(shape.generics[1:], aliases)
         return
     emitter = TileEmitter(name, shape.generics[-1], plan, buffers, scalars, size_values)
-    if shape.rows is not None and not is_static(plan.size_r):
-        emit_row_loops(emitter, shape.generics)
+    if shape.rows is not None and (not is_static(plan.size_r) or plan.block_r < plan.size_r):
+        emit_row_loops(emitter, shape.generics)  # rows a tile cannot hold whole
     elif shape.rows is not None:
         emitter.emit_rows(shape.generics)
     elif plan.reduction:

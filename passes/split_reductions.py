@@ -30,6 +30,7 @@ deferring).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,10 +49,13 @@ NAME = "mlirc-split-reductions"
 
 @dataclass(frozen=True)
 class Limits:
-    """(chunk, split when longer than) for a contiguous dim and for any other."""
+    """(chunk, split when longer than) for a contiguous dim and for any other; and
+    `long_rows`, (longest, fewest rows): a contiguous sum up to that long stays whole
+    when there are at least that many rows of it (static sizes)."""
 
     contiguous: tuple[int, int]
     strided: tuple[int, int]
+    long_rows: tuple[int, int] | None = None
 
     def of(self, contiguous: bool) -> tuple[int, int]:
         return self.contiguous if contiguous else self.strided
@@ -67,8 +71,13 @@ LIMITS = {
     # the CPU's chunks, whose cascade matched eager's accuracy on the H100 (a sum of
     # 2^24 x 0.1 in 4096-value chunks was 2.5 ulp off, eager's 1.25).  A column chunk
     # is 4 steps of a [64 rows, 64 columns] tile, and its partial sums are 1/256 of
-    # the input, where chunks of 16 wrote 1/16 and took three more kernels.
-    "cuda": Limits(contiguous=(512, 8192), strided=(256, 1024)),
+    # the input, where chunks of 16 wrote 1/16 and took three more kernels.  Rows up
+    # to gpu_fuse_rows.MAX_LOOPED_ROW stay whole too where there are enough of them to
+    # fill the GPU with one program per few rows: a row group walks them in chunks
+    # (each lane adds one value per 512-wide chunk: 128 at most), reading its input
+    # once per pass, mostly from L2, where the split wrote partial sums between four
+    # more kernels (softmax of 16384-long rows: 5 kernels).
+    "cuda": Limits(contiguous=(512, 8192), strided=(256, 1024), long_rows=(65536, 1024)),
 }
 
 
@@ -120,6 +129,17 @@ def _merged(shape: list[int], dims: list[int]) -> tuple[list[int], list[int]]:
     return new_shape, new_dims
 
 
+def _long_rows_stay_whole(shape: list, dims: list[int], limits: Limits) -> bool:
+    """A sum over the contiguous end of many rows that the target walks whole
+    (Limits.long_rows)?"""
+    if limits.long_rows is None or any(not isinstance(d, int) or d < 0 for d in shape):
+        return False
+    longest, fewest_rows = limits.long_rows
+    merged, reduced = _merged(shape, dims)
+    length, rows = merged[-1], math.prod(merged[:-1])
+    return reduced == [len(merged) - 1] and length <= longest and rows >= fewest_rows
+
+
 def _splits(shape: list[int], dim: int, limits: Limits) -> bool:
     _, longest = limits.of(all(d == 1 for d in shape[dim + 1 :]))
     return shape[dim] > longest
@@ -134,7 +154,7 @@ def _long_float_sum(op: ir.Operation, assume_short: bool, limits: Limits) -> boo
     x = op.operands[0]
     shape = list(shapes.shape_of(x))
     dims = sorted(ir.DenseI64ArrayAttr(op.attributes["dims"]))
-    if not dims:
+    if not dims or _long_rows_stay_whole(shape, dims, limits):
         return False
     # How a sum splits depends on its length and on the dims after it (a derived `?`
     # dim, s0 - 1, may be 1), and the cascade's reshapes and slices take static shapes.

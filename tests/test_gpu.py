@@ -94,6 +94,9 @@ def _relative_error(value: torch.Tensor, exact: torch.Tensor) -> float:
         (lambda x: x.mean(1), (3, 70001, 5)),  # a middle dim, with a leftover chunk
         (lambda x: torch.softmax(x, -1), (4, 20000)),  # rows longer than a row group
         (lambda x: x.sum(-1), (8, 8192)),  # the longest row left unsplit
+        (lambda x: x.sum(-1), (1024, 65536)),  # many long rows: walked whole, in chunks
+        (lambda x: torch.softmax(x, -1), (1024, 20000)),  # a row group over them
+        (lambda x: F.layer_norm(x.t(), x.shape[:1]), (30000, 1024)),  # read transposed
     ],
 )
 def test_long_reductions_accuracy(fn, shape):
@@ -102,6 +105,19 @@ def test_long_reductions_accuracy(fn, shape):
     exact = fn(x.double())
     compiled = torch.compile(fn, backend="mlirc")(x)
     assert _relative_error(compiled, exact) <= max(2 * _relative_error(fn(x), exact), 2.0**-23)
+
+
+@pytest.mark.parametrize("rows", [1024, 1031])
+def test_many_long_rows(rows):
+    """Rows longer than a tile holds, many of them: one row group walks each in
+    chunks (a leftover chunk at 12007), read contiguous and transposed, in halves too."""
+    for name in ("softmax", "log_softmax", "layer_norm", "logsumexp"):
+        fn = REDUCTIONS[name]
+        compile_and_compare(fn, cuda(rows, 12007))
+        compile_and_compare(lambda x: fn(x.t()), cuda(12007, rows))
+    compile_and_compare(
+        lambda x: torch.softmax(x * 2, -1), cuda(rows, 9000, dtype=torch.bfloat16), rtol=2e-2, atol=2e-2
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -285,15 +285,18 @@ def _rms_norm(x, w):
         (_rms_norm, [(16, 8192), (8192,)]),
         (lambda x: torch.logsumexp(x, -1), [(64, 4096)]),
         (lambda x: torch.logsumexp(x * 3, -1, keepdim=True) - x, [(33, 1000)]),
+        (lambda x: torch.softmax(x.t(), -1), [(12000, 1024)]),
     ],
-    ids=["softmax_4096", "rms_norm_8192", "logsumexp_4096", "log_softmax_by_hand"],
+    ids=["softmax_4096", "rms_norm_8192", "logsumexp_4096", "log_softmax_by_hand", "long_transposed_softmax"],
 )
 def test_rows_a_program_holds_stay_one_kernel(fn, shapes, tmp_path, monkeypatch):
     """On the GPU a sum over a row that a row group holds (up to gpu_fuse_rows.MAX_ROW)
     is not split into chunk sums (mlirc-split-reductions' CPU limits split 4096 into 8
     chunks: four kernels, each reading or writing the whole tensor).  logsumexp's
     per-row steps (the guard on the row maxima, the log of the sum) join the group:
-    alone, each was a kernel of its own between the reductions."""
+    alone, each was a kernel of its own between the reductions.  Many rows longer
+    than a tile holds (1024 of 12000, read transposed) stay whole too: one kernel
+    walks them in chunks, where the split sums and the transpose were five."""
     monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
     ((kernel, _),) = _cuda_kernels(fn, [torch.randn(s) for s in shapes], tmp_path)
     assert kernel.name.startswith("rows_")
@@ -317,6 +320,7 @@ def test_split_limits_match_the_gpu_tiles():
     from mlirc.passes import gpu_fuse_rows, split_reductions
 
     assert split_reductions.LIMITS["cuda"].contiguous[1] == gpu_fuse_rows.MAX_ROW
+    assert split_reductions.LIMITS["cuda"].long_rows[0] == gpu_fuse_rows.MAX_LOOPED_ROW
 
 
 def test_cnn_runs_channels_last_on_the_gpu(tmp_path, monkeypatch):

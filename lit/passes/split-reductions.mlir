@@ -137,3 +137,25 @@ func.func @gpu(%a: tensor<16x8192xf32>, %b: tensor<2x20480xf32>, %c: tensor<1024
   return %0, %1, %2, %3 : tensor<16x1xf32>, tensor<2xf32>, tensor<64xf32>, tensor<64xf32>
 }
 }
+
+// -----
+
+// On a GPU, rows up to 65536 also stay whole where there are at least 1024 of them:
+// a row group walks each in chunks (passes/gpu_row_loops.py), which fills the GPU
+// with programs.  Fewer rows, or longer ones, split as before; runs of reduced dims
+// at the end count as one row.
+// CHECK-LABEL: func.func @gpu_long_rows
+// CHECK: "mlirc.reduce_sum"(%arg0) {dims = array<i64: 1>, keepdim = true} : (tensor<1024x20480xf32>) -> tensor<1024x1xf32>
+// CHECK: "mlirc.reduce_sum"(%arg1) {dims = array<i64: 1, 2>, keepdim = false} : (tensor<1024x4x5000xf32>) -> tensor<1024xf32>
+// CHECK: "mlirc.reshape"(%arg2) : (tensor<1023x20480xf32>) -> tensor<1023x40x512xf32>
+// CHECK: "mlirc.reshape"(%{{.*}}) : (tensor<1024x65536xf32>) -> tensor<1024x128x512xf32>
+module attributes {mlirc.target = "cuda"} {
+func.func @gpu_long_rows(%a: tensor<1024x20480xf32>, %b: tensor<1024x4x5000xf32>, %c: tensor<1023x20480xf32>, %d: tensor<1024x65537xf32>)
+    -> (tensor<1024x1xf32>, tensor<1024xf32>, tensor<1023xf32>, tensor<1024xf32>) attributes {mlirc.entry} {
+  %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 1>, keepdim = true} : (tensor<1024x20480xf32>) -> tensor<1024x1xf32>
+  %1 = "mlirc.reduce_sum"(%b) {dims = array<i64: 1, 2>, keepdim = false} : (tensor<1024x4x5000xf32>) -> tensor<1024xf32>
+  %2 = "mlirc.reduce_sum"(%c) {dims = array<i64: 1>, keepdim = false} : (tensor<1023x20480xf32>) -> tensor<1023xf32>
+  %3 = "mlirc.reduce_sum"(%d) {dims = array<i64: 1>, keepdim = false} : (tensor<1024x65537xf32>) -> tensor<1024xf32>
+  return %0, %1, %2, %3 : tensor<1024x1xf32>, tensor<1024xf32>, tensor<1023xf32>, tensor<1024xf32>
+}
+}
