@@ -145,6 +145,8 @@ def _micro_cases() -> dict[str, tuple[Callable, tuple, float]]:
         "logsumexp_16384x4096": (lambda t: torch.logsumexp(t, -1), (rows,), 4 * rows.numel()),
         "column_sum_16384x4096": (lambda t: t.sum(0), (rows,), 4 * rows.numel()),
         "softmax_transposed_4096x16384": (lambda t: torch.softmax(t.t(), -1), (rows,), 2 * 4 * rows.numel()),
+        # rows longer than a tile holds (walked in chunks)
+        "softmax_4096x16384": (lambda t: torch.softmax(t.view(4096, 16384), -1), (rows,), 2 * 4 * rows.numel()),
         "bf16_mm_4096": (torch.mm, (a16, b16), 3 * 2 * 4096 * 4096),
         "bf16_linear_gelu_8192x4096": (lambda x, w, b: F.gelu(F.linear(x, w, b)), (xs16, w16, bias16), 0),
     }
