@@ -64,16 +64,16 @@ def create(
 
 
 def elementwise(name: str, *operands: ir.Value) -> ir.Value:
-    """Unary/binary/select ops: operands broadcast; compares and logical ops give i1."""
+    """Unary/binary/select/fma ops: operands broadcast; compares and logical ops give i1."""
     shape = shapes.broadcast_shapes(*(shapes.shape_of(v) for v in operands))
     if name in COMPARE_OPS or name in LOGICAL_OPS:
         elem = ir.IntegerType.get_signless(1)
     else:
         elem = shapes.elem_of(operands[-1])
     if name not in UNARY_OPS and name != "select":
-        lhs, rhs = (shapes.elem_of(v) for v in operands)
-        if lhs != rhs:
-            raise VerificationError(f"mlirc.{name}: operand element types differ ({lhs} vs {rhs})")
+        elems = [shapes.elem_of(v) for v in operands]
+        if any(e != elems[0] for e in elems):
+            raise VerificationError(f"mlirc.{name}: operand element types differ ({' vs '.join(map(str, elems))})")
     return create(name, operands, shapes.tensor_type(shape, elem))
 
 

@@ -76,7 +76,7 @@ def _ints(op: ir.Operation, name: str) -> list[int]:
     return list(ir.DenseI64ArrayAttr(op.attributes[name]))
 
 
-@rule(*UNARY_OPS, *BINARY_OPS, "select", "convert")
+@rule(*UNARY_OPS, *BINARY_OPS, "select", "fma", "convert")
 def _elementwise(op: ir.Operation, tensors: list[ir.Value], _sizes: list[ir.Value]) -> list[Dim]:
     """A broadcast dim is the size of any operand whose dim there is not 1."""
     rank = len(shapes.shape_of(op.results[0]))

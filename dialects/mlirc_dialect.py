@@ -58,6 +58,9 @@ OPS: dict[str, OpSignature] = {
     **{name: OpSignature(("lhs", "rhs")) for name in BINARY_OPS},
     **{name: OpSignature(attributes=("dims", "keepdim")) for name in REDUCTION_OPS},
     "select": OpSignature(("cond", "on_true", "on_false")),
+    # a * b + c rounded once (a fused multiply-add): prims.fma, which Dynamo's
+    # addcmul_ / addcdiv_ / add_(alpha=tensor) rewrites and the optimizers' steps use
+    "fma": OpSignature(("a", "b", "c")),
     "convert": OpSignature(),
     "broadcast": OpSignature(sized=True),
     "reshape": OpSignature(sized=True),

@@ -79,7 +79,7 @@ def _same_shape(expected: tuple[int | None, ...], op: ir.Operation) -> str | Non
     return None if same else f"result shape {list(got)} but the operands give {list(expected)}"
 
 
-@rule(*UNARY_OPS, *BINARY_OPS, "select", "convert")
+@rule(*UNARY_OPS, *BINARY_OPS, "select", "fma", "convert")
 def _elementwise(op: ir.Operation) -> str | None:
     try:
         expected = shapes.broadcast_shapes(*(_ranked(v) for v in op.operands))

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from mlir import ir
 from mlir.dialects import arith, func, tensor
+from mlir.dialects import math as math_d
 
 from mlirc.dialects import shapes
 from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
@@ -58,6 +59,11 @@ def _elementwise(m: MlircOp) -> ir.Value:
 @pattern("select")
 def _select(m: MlircOp) -> ir.Value:
     return _pointwise(m, lambda xs: arith.select(*xs))
+
+
+@pattern("fma")
+def _fma(m: MlircOp) -> ir.Value:
+    return _pointwise(m, lambda xs: math_d.fma(*xs))
 
 
 @pattern("convert")

@@ -11,6 +11,7 @@ import glob
 
 import pytest
 import torch
+import torch._inductor.inductor_prims  # noqa: F401  (registers prims.fma)
 import torch.nn.functional as F
 from mlir import ir
 from triton.backends.compiler import GPUTarget
@@ -47,6 +48,7 @@ CASES = {
     "embedding": (lambda w, i: F.embedding(i, w) * 2, "embedding"),
     "cascade_sums": (lambda x: x.sum() + x.sum(0).sum() + x.mean(1).sum(), [(4099, 7)]),  # mlirc-split-reductions
     "int_division": (lambda a, b: a // b + a % b + torch.fmod(a, b), "int64_pair"),  # a divisor check
+    "fused_multiply_add": (lambda a, b, c: torch.ops.prims.fma(a, b, c) * 2, [(7, 33), (33,), (7, 1)]),
 }
 
 

@@ -5,6 +5,7 @@ frexp.  Each lowering is one small function; families of ops share a factory.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 
@@ -32,6 +33,10 @@ from mlirc.frontend.lowerings.checks import check_nonzero_divisor
 
 aten = torch.ops.aten
 prims = torch.ops.prims
+# prims.fma is Inductor's prim (Dynamo emits it for addcmul_ and friends): defined
+# when its module is imported, which Dynamo does only once it rewrites such a call.
+importlib.import_module("torch._inductor.inductor_prims")
+
 # ---------------------------------------------------------------- elementwise
 
 
@@ -439,6 +444,18 @@ def _addcmul_addcdiv(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 register(aten.addcmul.default, check=_numeric_addcmul)(_addcmul_addcdiv)
 register(aten.addcdiv.default, check=_float_addcdiv)(_addcmul_addcdiv)
+
+
+@register(prims.fma.default, check=lambda n: None if out_dtype(n) != torch.bool else "bool fma")
+def _fma(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """a * b + c with one rounding, as Inductor lowers this prim (Dynamo's rewrite of
+    addcmul_ / addcdiv_ with a value, and of add_ with a tensor alpha, which the
+    optimizers' steps use); integers multiply and add (exact, wrapping alike)."""
+    dtype = opmath_dtype(node)
+    a, b_, c = (lctx.typed(x, dtype) for x in node.args[:3])
+    if not out_dtype(node).is_floating_point:
+        return narrow_to_out(b.elementwise("add", b.elementwise("mul", a, b_), c), node)
+    return narrow_to_out(b.elementwise("fma", a, b_, c), node)
 
 
 @register(aten.frexp.Tensor, check=lambda n: None if out_dtype(n).is_floating_point else "integer frexp")

@@ -1,0 +1,73 @@
+"""Training on the CPU: optimizer steps compiled whole (issue 24's first slice).
+
+Dynamo rewrites addcmul_ / addcdiv_ with a value, and add_ with a tensor alpha, into
+the fused multiply-add prim (`prims.fma`); Adam's and AdamW's steps are made of them.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch._inductor.inductor_prims  # noqa: F401  (registers prims.fma)
+import torch.nn as nn
+from conftest import compile_and_compare
+
+import mlirc
+
+fma = torch.ops.prims.fma.default
+
+
+def test_fma_rounds_once():
+    # (1 + 2^-23)^2 = 1 + 2^-22 + 2^-46: rounded after the product, minus 1 + 2^-22 is 0
+    a = torch.full((37,), 1 + 2.0**-23)
+    c = torch.full((37,), -(1 + 2.0**-22))
+    out = torch.compile(lambda a, c: fma(a, a, c), backend="mlirc")(a, c)
+    assert torch.equal(out, torch.full((37,), 2.0**-46)), out[:3]
+    assert mlirc.stats().fallback_nodes == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64])
+def test_fma_broadcasts_and_takes_a_scalar(dtype):
+    def make(*shape):
+        if dtype.is_floating_point:
+            return torch.randn(*shape).to(dtype)
+        return torch.randint(-1000, 1000, shape, dtype=dtype)
+
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-6
+    compile_and_compare(lambda a, b, c: fma(a, b, c), make(7, 1, 33), make(5, 33), make(1), rtol=tol, atol=tol)
+    compile_and_compare(lambda a, c: fma(a, 3, c), make(0, 4), make(4), rtol=tol, atol=tol)
+    compile_and_compare(lambda a, c: fma(a.t(), 0.5, c), make(13, 11), make(11, 13), rtol=tol, atol=tol)
+
+
+OPTIMIZERS = {
+    "adam": lambda p: torch.optim.Adam(p, lr=1e-2),
+    "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1),
+    "adam_amsgrad": lambda p: torch.optim.Adam(p, lr=1e-2, amsgrad=True),
+    "sgd_momentum": lambda p: torch.optim.SGD(p, lr=1e-2, momentum=0.9, nesterov=True),
+    "rmsprop": lambda p: torch.optim.RMSprop(p, lr=1e-2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_optimizer_step_compiles_whole(name):
+    """Five steps of a compiled step match eager's, parameters and optimizer state,
+    with no op left to eager."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(13, 31), nn.Tanh(), nn.Linear(31, 3))
+    twin = copy.deepcopy(model)
+    eager, compiled = OPTIMIZERS[name](model.parameters()), OPTIMIZERS[name](twin.parameters())
+    step = torch.compile(compiled.step, backend="mlirc")
+    for _ in range(5):
+        x = torch.randn(8, 13)
+        for m, opt, run in ((model, eager, eager.step), (twin, compiled, step)):
+            opt.zero_grad()
+            m(x).square().mean().backward()
+            run()
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
+        for key, value in eager.state[p].items():
+            torch.testing.assert_close(compiled.state[q][key], value, rtol=1e-5, atol=1e-6)
+    stats = mlirc.stats()
+    assert stats.fallback_nodes == 0 and stats.failed_regions == 0, stats.summary()
