@@ -71,3 +71,30 @@ def test_optimizer_step_compiles_whole(name):
             torch.testing.assert_close(compiled.state[q][key], value, rtol=1e-5, atol=1e-6)
     stats = mlirc.stats()
     assert stats.fallback_nodes == 0 and stats.failed_regions == 0, stats.summary()
+
+
+@pytest.mark.parametrize(
+    "conv",
+    [
+        lambda: nn.Conv2d(3, 8, 3, padding=1),
+        lambda: nn.Conv2d(4, 6, (3, 2), stride=2, dilation=(1, 2), groups=2, bias=False),
+        lambda: nn.Conv1d(3, 5, 4, padding=2),
+    ],
+    ids=["padded", "strided_grouped_dilated", "1d"],
+)
+def test_convolution_backward_is_a_library_kernel(conv):
+    """A convolution's gradients (input, weight, bias) come from ATen's
+    convolution_backward, called as a library kernel, not left as a fallback."""
+    torch.manual_seed(0)
+    model = nn.Sequential(conv(), nn.Tanh())
+    twin = copy.deepcopy(model)
+    x = torch.randn(2, model[0].in_channels, *([9] * (model[0].weight.dim() - 2)))
+    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    model(x1).square().sum().backward()
+    torch.compile(twin, backend="mlirc")(x2).square().sum().backward()
+    torch.testing.assert_close(x2.grad, x1.grad, rtol=1e-4, atol=1e-5)
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5)
+    stats = mlirc.stats()
+    assert stats.fallback_nodes == 0, stats.summary()
+    assert stats.library_ops["aten.convolution_backward.default"] == 1, stats.summary()
