@@ -161,9 +161,11 @@ def _conv2d(m: MlircOp) -> ir.Value:
 
 @pattern("max_pool2d")
 def _max_pool2d(m: MlircOp) -> ir.Value:
-    x = _pad_spatial(m.operands[0], m.attr("padding"), float("-inf"))
-    kernel = m.attr("kernel")
     elem = m.out_elem
+    # the lowest value: -inf, or a (signed: the frontend refuses unsigned) integer's
+    lowest = -(1 << (ir.IntegerType(elem).width - 1)) if isinstance(elem, ir.IntegerType) else float("-inf")
+    x = _pad_spatial(m.operands[0], m.attr("padding"), lowest)
+    kernel = m.attr("kernel")
     window = le.empty(kernel, elem)
-    init = le.fill(const(elem, float("-inf")), le.empty(m.out_dims, elem))
+    init = le.fill(const(elem, lowest), le.empty(m.out_dims, elem))
     return linalg.pooling_nchw_max(x, window, outs=[init], strides=m.attr("stride"), dilations=m.attr("dilation"))

@@ -98,3 +98,40 @@ def test_convolution_backward_is_a_library_kernel(conv):
     stats = mlirc.stats()
     assert stats.fallback_nodes == 0, stats.summary()
     assert stats.library_ops["aten.convolution_backward.default"] == 1, stats.summary()
+
+
+WINDOWS = {  # kernel, stride, padding, dilation, ceil_mode
+    "3x3_s2_p1": ([3, 3], [2, 2], [1, 1], [1, 1], False),
+    "2x2": ([2, 2], [2, 2], [0, 0], [1, 1], False),
+    "ceil_dilated": ([3, 2], [1, 2], [1, 0], [2, 1], True),
+    "5x5_ceil": ([5, 5], [3, 3], [2, 2], [1, 1], True),
+}
+
+
+@pytest.mark.parametrize("window", sorted(WINDOWS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64])
+def test_max_pool_indices_are_eagers(window, dtype):
+    """max_pool2d_with_indices compiles both results (its backward reads the indices):
+    the first of equal maxima, the last NaN of a window, the first tap on the input
+    where a window holds only the lowest value; channels-last input too."""
+    torch.manual_seed(0)
+    if dtype.is_floating_point:
+        x = torch.randn(2, 5, 13, 11).to(dtype)
+        x[0, 0, 2, 3:5] = float("nan")  # two NaNs in a window: the later one's index
+        x[1, 2, :, 4] = -float("inf")
+        x[1, 3] = -float("inf")  # every window -inf
+        x[0, 1, 5:8, 5:8] = 1.5  # ties
+    else:
+        x = torch.randint(-3, 3, (2, 5, 13, 11), dtype=dtype)
+        x[1, 3] = torch.iinfo(dtype).min
+
+    def pool(x):
+        return torch.ops.aten.max_pool2d_with_indices(x, *WINDOWS[window])
+
+    for source in (x, x.contiguous(memory_format=torch.channels_last)):
+        torch._dynamo.reset()
+        values, indices = torch.compile(pool, backend="mlirc")(source)
+        want_values, want_indices = pool(source)
+        torch.testing.assert_close(values, want_values, rtol=0, atol=0, equal_nan=True)
+        assert torch.equal(indices, want_indices), (indices != want_indices).nonzero()[:5]
+    assert mlirc.stats().fallback_nodes == 0, mlirc.stats().summary()

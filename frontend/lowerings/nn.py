@@ -403,13 +403,18 @@ def _convolution_2d(
 
 
 def _pool_check(node: fx.Node) -> str | None:
-    if len(node_meta(node.args[0]).shape) != 4:
+    shape = node_meta(node.args[0]).shape
+    if len(shape) != 4:
         return "only batched 2-D pooling"
-    return _only_first_result_used(node)
+    if out_dtype(node) in (torch.uint8, torch.bool):  # the pool compares signed
+        return f"max pooling of {out_dtype(node)}"
+    if _indices_used(node) and not all(isinstance(n, int) for n in shape):
+        return "the indices of a pooling of symbolic size"
+    return None
 
 
 @register(aten.max_pool2d_with_indices.default, check=_pool_check)
-def _max_pool2d(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, None]:
+def _max_pool2d(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value | None]:
     x = lctx.value(node.args[0])
     kernel = list(node.args[1])
     stride = list(arg(node, 2, "stride", None) or kernel)
@@ -419,13 +424,70 @@ def _max_pool2d(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, None]:
     kernel, stride, padding, dilation = expand(kernel), expand(stride), expand(padding), expand(dilation)
     kernel = _reachable_kernel(kernel, shapes.shape_of(x)[-2:], padding, dilation)
     result_type = shapes.tensor_type(out_shape(node), shapes.elem_of(x))
+    indices = None
+    if _indices_used(node):  # max_pool2d's backward reads them
+        indices = _max_pool_indices(lctx, node, x, (kernel, stride, padding, dilation))
     if arg(node, 5, "ceil_mode", False):
         x, padding = _pad_for_ceil_mode(lctx, node, x, kernel, stride, padding, dilation), [0, 0]
     out = b.create(
         "max_pool2d", [x], result_type,
         kernel=kernel, stride=stride, padding=padding, dilation=dilation,
     )  # fmt: skip
-    return out, None
+    return out, indices
+
+
+def _indices_used(node: fx.Node) -> bool:
+    return _only_first_result_used(node) is not None
+
+
+def _max_pool_indices(lctx: LoweringContext, node: fx.Node, x: ir.Value, window: tuple[list[int], ...]) -> ir.Value:
+    """Where each window's maximum lies (h * W + w in its input plane), as eager's
+    kernels choose it: walking the window's taps on the input in order, a tap is
+    taken where it is greater than the maximum so far or NaN -- the first of equal
+    maxima, the last NaN -- starting from the first tap on the input.  A chain of
+    selects over the window's strided slices, which fuses into one kernel."""
+    kernel, stride, padding, dilation = window
+    dtype = out_dtype(node)
+    n, c, height, width = shapes.shape_of(x)
+    grid = list(out_shape(node))
+    lowest = -math.inf if dtype.is_floating_point else torch.iinfo(dtype).min
+    high = [max(0, (grid[2 + i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - [height, width][i] - padding[i])
+            for i in range(2)]  # fmt: skip
+    padded = [n, c, height + padding[0] + high[0], width + padding[1] + high[1]]
+    x = b.create(
+        "pad", [x, lctx.typed(lowest, dtype)], shapes.torch_tensor_type(padded, dtype),
+        low=[0, 0, *padding], high=[0, 0, *high],
+    )  # fmt: skip
+    i64 = shapes.element_type(torch.int64)
+    k = lambda v: lctx.typed(v, torch.int64)  # noqa: E731
+    rows, cols = b.iota(grid, 2, i64), b.iota(grid, 3, i64)
+    best, index, seen = lctx.typed(lowest, dtype), k(0), lctx.typed(False, torch.bool)
+    for kh in range(kernel[0]):
+        ih = b.elementwise("add", b.elementwise("mul", rows, k(stride[0])), k(kh * dilation[0] - padding[0]))
+        for kw in range(kernel[1]):
+            iw = b.elementwise("add", b.elementwise("mul", cols, k(stride[1])), k(kw * dilation[1] - padding[1]))
+            tap = b.slice_(x, [0, 0, kh * dilation[0], kw * dilation[1]], [1, 1, *stride], grid)
+            on_input = _all(
+                b.elementwise("ge", ih, k(0)), b.elementwise("lt", ih, k(height)),
+                b.elementwise("ge", iw, k(0)), b.elementwise("lt", iw, k(width)),
+            )  # fmt: skip
+            greater = b.elementwise("gt", tap, best)
+            if dtype.is_floating_point:
+                greater = b.elementwise("logical_or", greater, b.elementwise("isnan", tap))
+            taken = b.elementwise("logical_and", on_input, greater)
+            first = b.elementwise("logical_and", on_input, b.elementwise("logical_not", seen))
+            position = b.elementwise("add", b.elementwise("mul", ih, k(width)), iw)
+            index = b.elementwise("select", b.elementwise("logical_or", taken, first), position, index)
+            best = b.elementwise("select", taken, tap, best)
+            seen = b.elementwise("logical_or", seen, on_input)
+    return index
+
+
+def _all(*conditions: ir.Value) -> ir.Value:
+    result = conditions[0]
+    for condition in conditions[1:]:
+        result = b.elementwise("logical_and", result, condition)
+    return result
 
 
 def _pad_for_ceil_mode(

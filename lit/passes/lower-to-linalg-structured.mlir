@@ -24,3 +24,14 @@ func.func @pool(%x: tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32> {
   %0 = "mlirc.max_pool2d"(%x) {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>} : (tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32>
   return %0 : tensor<1x2x3x3xf32>
 }
+
+// -----
+
+// An integer pool starts from, and pads with, the type's lowest value (there is no -inf).
+// CHECK-LABEL: func.func @integer_pool
+// CHECK: arith.constant -9223372036854775808 : i64
+// CHECK: linalg.pooling_nchw_max
+func.func @integer_pool(%x: tensor<1x2x5x5xi64>) -> tensor<1x2x3x3xi64> {
+  %0 = "mlirc.max_pool2d"(%x) {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<1x2x5x5xi64>) -> tensor<1x2x3x3xi64>
+  return %0 : tensor<1x2x3x3xi64>
+}
