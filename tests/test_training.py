@@ -135,3 +135,41 @@ def test_max_pool_indices_are_eagers(window, dtype):
         torch.testing.assert_close(values, want_values, rtol=0, atol=0, equal_nan=True)
         assert torch.equal(indices, want_indices), (indices != want_indices).nonzero()[:5]
     assert mlirc.stats().fallback_nodes == 0, mlirc.stats().summary()
+
+
+@pytest.mark.parametrize("window", sorted(WINDOWS) + ["3x3_s1_p1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_max_pool_backward_is_eagers(window, dtype):
+    """The gradient of a max pool, gathered per input element in eager's order of
+    windows: equal to eager's where float32/float64 (overlapping windows, stride 1,
+    ties and a NaN in the forward input); halves add in float32, rounded once."""
+    args = WINDOWS.get(window, ([3, 3], [1, 1], [1, 1], [1, 1], False))
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 13, 11).to(dtype)
+    x[0, 1, 5:8, 5:8] = 1.5
+    x[0, 0, 2, 3] = float("nan")
+    _, indices = torch.ops.aten.max_pool2d_with_indices(x, *args)
+    grad = torch.randn(indices.shape).to(dtype)
+
+    def backward(grad, x, indices):
+        return torch.ops.aten.max_pool2d_with_indices_backward(grad, x, *args, indices)
+
+    tol = 2e-3 if dtype == torch.float16 else 0
+    compile_and_compare(backward, grad, x, indices, rtol=tol, atol=tol)
+
+
+def test_cnn_training_step_compiles_but_dropout():
+    """A small CNN's forward and backward: convolutions' backward as library calls,
+    max pooling with its indices and backward generated; gradients equal eager's."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10)
+    )  # fmt: skip
+    twin = copy.deepcopy(model)
+    x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+    nn.functional.cross_entropy(model(x), y).backward()
+    torch.compile(lambda x, y: nn.functional.cross_entropy(twin(x), y), backend="mlirc")(x, y).backward()
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5)
+    stats = mlirc.stats()
+    assert stats.fallback_nodes == 0, stats.summary()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.fx as fx
@@ -481,6 +481,67 @@ def _max_pool_indices(lctx: LoweringContext, node: fx.Node, x: ir.Value, window:
             best = b.elementwise("select", taken, tap, best)
             seen = b.elementwise("logical_or", seen, on_input)
     return index
+
+
+def _pool_backward_check(node: fx.Node) -> str | None:
+    shape = node_meta(node.args[1]).shape
+    if len(shape) != 4 or not all(isinstance(n, int) for n in [*shape, *node_meta(node.args[0]).shape]):
+        return "only batched 2-D pooling of static size"
+    return None if out_dtype(node).is_floating_point else f"a {out_dtype(node)} gradient"
+
+
+@register(aten.max_pool2d_with_indices_backward.default, check=_pool_backward_check)
+def _max_pool2d_backward(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """Each input element's gradient, gathered: the sum of the output gradients of the
+    windows that chose it (their index is its h * W + w).  For each tap, the window
+    that would read this element through that tap is at ((h + p - kh * d) / s, ...)
+    where that divides and lies on the output.  The taps go in reverse, so that the
+    windows add in the output's row-major order, as eager's kernels add them, in
+    opmath (float32 for halves), from +0."""
+    grad, _, kernel, stride, padding, dilation = node.args[:6]
+    stride = _pair(stride or kernel)
+    kernel, padding, dilation = _pair(kernel), _pair(padding), _pair(dilation)
+    dtype = opmath_dtype(node)
+    n, c, height, width = node_meta(node.args[1]).shape
+    out_h, out_w = node_meta(grad).shape[2:]
+    i64 = shapes.element_type(torch.int64)
+    k = lambda v: lctx.typed(v, torch.int64)  # noqa: E731
+    flat = [n, c, out_h * out_w]
+    grads = b.reshape(lctx.typed(grad, dtype), flat)
+    chosen = b.reshape(lctx.value(node.args[7]), flat)
+    grid = [n, c, height, width]
+    rows, cols = b.iota(grid, 2, i64), b.iota(grid, 3, i64)
+    here = b.elementwise("add", b.elementwise("mul", rows, k(width)), cols)
+    total, zero = lctx.typed(0.0, dtype), lctx.typed(0.0, dtype)
+    for kh in reversed(range(kernel[0])):
+        on_h, out_row = _window_of(rows, padding[0] - kh * dilation[0], stride[0], out_h, k)
+        for kw in reversed(range(kernel[1])):
+            on_w, out_col = _window_of(cols, padding[1] - kw * dilation[1], stride[1], out_w, k)
+            on = b.elementwise("logical_and", on_h, on_w)
+            window = b.elementwise("add", b.elementwise("mul", out_row, k(out_w)), out_col)
+            window = b.reshape(b.elementwise("select", on, window, k(0)), [n, c, height * width])
+            picks = b.reshape(
+                b.create("gather", [chosen, window], shapes.tensor_type([n, c, height * width], i64), dim=2), grid
+            )
+            value = b.create(
+                "gather", [grads, window], shapes.tensor_type([n, c, height * width], shapes.elem_of(grads)), dim=2
+            )
+            hit = b.elementwise("logical_and", on, b.elementwise("eq", picks, here))
+            total = b.elementwise("add", total, b.elementwise("select", hit, b.reshape(value, grid), zero))
+    return narrow_to_out(total, node)
+
+
+def _window_of(position: ir.Value, offset: int, stride: int, size: int, k: Callable) -> tuple[ir.Value, ir.Value]:
+    """(whether, which): the output position whose window reads `position` at the
+    tap `offset` away, where the stride divides and it lies on the output."""
+    shifted = b.elementwise("add", position, k(offset))
+    which = b.elementwise("floor_div", shifted, k(stride))
+    whether = _all(
+        b.elementwise("ge", shifted, k(0)),
+        b.elementwise("eq", b.elementwise("remainder", shifted, k(stride)), k(0)),
+        b.elementwise("lt", which, k(size)),
+    )
+    return whether, which
 
 
 def _all(*conditions: ir.Value) -> ir.Value:
