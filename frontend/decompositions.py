@@ -20,6 +20,7 @@ import torch
 from torch._decomp import core_aten_decompositions
 from torch._decomp import decomposition_table as all_decompositions
 
+from mlirc.frontend import random_ops
 from mlirc.frontend.lowerings import LOWERINGS
 
 aten = torch.ops.aten
@@ -74,8 +75,8 @@ def _take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return aten.index.Tensor(self.reshape(-1), [index])
 
 
-# Our decompositions where PyTorch's does not trace.
-OVERRIDES = {aten.take.default: _take}
+# Our decompositions where PyTorch's does not trace, or has none.
+OVERRIDES = {aten.take.default: _take, aten.native_dropout.default: random_ops.native_dropout}
 
 
 def decomposition_table() -> dict[Any, Any]:

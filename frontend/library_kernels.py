@@ -2,8 +2,9 @@
 kernels: dense linear algebra (LAPACK through ATen), FFTs, CPU flash attention
 (kept whole only while MLIRC_LIBRARY_GEMM is on: frontend/decompositions.py) and
 CUDA's fused attention (flash, memory-efficient, cuDNN: whichever torch's SDPA
-dispatch picked when the graph was traced; no decomposition exists), and a
-convolution's backward (oneDNN / cuDNN, as Inductor calls it).  They run through
+dispatch picked when the graph was traced; no decomposition exists), a
+convolution's backward (oneDNN / cuDNN, as Inductor calls it), and the one seed per
+dropout drawn from torch's generator (frontend/random_ops.py).  They run through
 ATen, like fallback nodes, but they are not fallback: no compiler generates better
 code for a QR factorization than LAPACK.  Every elementwise, reduction and
 data-movement op stays generated code: this list must never grow into those.
@@ -31,6 +32,7 @@ LIBRARY_OPS = frozenset(
         "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
         "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
         "convolution_backward",
+        "randint",  # a seed from torch's generator (frontend/random_ops.py: dropout)
     }
 )  # fmt: skip
 

@@ -7,6 +7,7 @@ the fused multiply-add prim (`prims.fma`); Adam's and AdamW's steps are made of 
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 import torch
@@ -173,3 +174,49 @@ def test_cnn_training_step_compiles_but_dropout():
         torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5)
     stats = mlirc.stats()
     assert stats.fallback_nodes == 0, stats.summary()
+
+
+def _dropout(p):
+    return torch.compile(lambda x: nn.functional.dropout(x, p, training=True), backend="mlirc")
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_dropout_keeps_one_minus_p_and_scales_as_eager(p):
+    """Generated dropout (frontend/random_ops.py): each element kept with probability
+    1 - p, kept ones exactly eager's x * (1 / (1 - p)); no fallback node."""
+    x = torch.randn(300, 401)
+    out = _dropout(p)(x)
+    kept = out != 0
+    n = x.numel()
+    assert abs(kept.sum().item() - (1 - p) * n) < 6 * math.sqrt(p * (1 - p) * n)
+    assert abs(kept[:, :200].float().mean() - kept[:, 200:].float().mean()) < 0.02  # no positional bias
+    assert torch.equal(out[kept], (x * (1.0 / (1.0 - p)))[kept])
+    stats = mlirc.stats()
+    assert stats.fallback_nodes == 0 and stats.library_ops["aten.randint.low"] == 1, stats.summary()
+
+
+def test_dropout_is_reproducible_under_manual_seed():
+    x, f = torch.randn(64, 33), _dropout(0.3)
+    torch.manual_seed(7)
+    first, again = f(x), f(x)
+    torch.manual_seed(7)
+    assert torch.equal(f(x), first)  # the same seed draws the same masks
+    assert not torch.equal(again, first)  # and each call draws a new one
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0])
+def test_dropout_edge_probabilities_are_eagers(p):
+    x = torch.randn(5, 7)
+    x[0, 0], x[1, 1] = float("nan"), float("inf")
+    torch.testing.assert_close(_dropout(p)(x), nn.functional.dropout(x, p, training=True), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dropout_backward_uses_the_forward_mask(dtype):
+    x = torch.randn(17, 23, dtype=dtype).t().requires_grad_()  # non-contiguous
+    w = torch.randn(23, 17, dtype=dtype)
+    out = _dropout(0.4)(x)
+    (out * w).sum().backward()
+    kept = (out != 0).to(dtype)
+    torch.testing.assert_close(x.grad, w * kept * (1 / 0.6), rtol=1e-2 if dtype == torch.bfloat16 else 1e-6, atol=0)
+    assert _dropout(0.4)(torch.randn(0, 5)).shape == (0, 5)
