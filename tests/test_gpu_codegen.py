@@ -49,6 +49,22 @@ CASES = {
     "cascade_sums": (lambda x: x.sum() + x.sum(0).sum() + x.mean(1).sum(), [(4099, 7)]),  # mlirc-split-reductions
     "int_division": (lambda a, b: a // b + a % b + torch.fmod(a, b), "int64_pair"),  # a divisor check
     "fused_multiply_add": (lambda a, b, c: torch.ops.prims.fma(a, b, c) * 2, [(7, 33), (33,), (7, 1)]),
+    # training: dropout's hash (int64 wrapping multiplies, shifts), max pooling's indices and backward
+    "dropout": (lambda x: F.dropout(x, 0.3, training=True), [(7, 33)]),
+    "max_pool_indices": (lambda x: torch.ops.aten.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1]), [(2, 3, 9, 9)]),
+    "max_pool_backward": (
+        lambda x, g: torch.ops.aten.max_pool2d_with_indices_backward(
+            g,
+            x,
+            [3, 3],
+            [2, 2],
+            [1, 1],
+            [1, 1],
+            False,
+            torch.ops.aten.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1])[1],
+        ),
+        [(2, 3, 9, 9), (2, 3, 5, 5)],
+    ),
 }
 
 
