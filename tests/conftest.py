@@ -29,6 +29,19 @@ def compile_and_compare(fn, *args, rtol=1e-4, atol=1e-4, expect_no_fallback=True
     return stats
 
 
+def compare_gradients(fn, *args, rtol=1e-4, atol=1e-4):
+    """fn's result and the gradients of its square's sum with respect to `args` (which
+    require grad), eager against mlirc; return stats."""
+    expected = fn(*args)
+    grads = torch.autograd.grad(expected.square().sum(), args)
+    actual = torch.compile(fn, backend="mlirc")(*args)
+    compiled_grads = torch.autograd.grad(actual.square().sum(), args)
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol)
+    for got, want in zip(compiled_grads, grads, strict=True):
+        torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
+    return mlirc.stats()
+
+
 def wrapper_source(fn, args, tmp_path) -> str:
     """The host wrappers mlirc generates for fn(*args) (each region's, in order)."""
     config.dump_dir = str(tmp_path)

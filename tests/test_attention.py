@@ -6,9 +6,8 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from conftest import compile_and_compare
+from conftest import compare_gradients, compile_and_compare
 
-import mlirc
 from mlirc.config import config
 
 FLASH = "aten._scaled_dot_product_flash_attention_for_cpu.default"
@@ -79,14 +78,7 @@ def test_encoder_layer_calls_flash_attention_between_compiled_regions(with_mask)
 def test_attention_backward_matches_eager():
     q, k, v = (torch.randn(2, 3, 17, 8, requires_grad=True) for _ in range(3))
     mask = torch.randn(17, 17)
-    expected = _sdpa(q, k, v, mask)
-    grads = torch.autograd.grad(expected.square().sum(), (q, k, v))
-    actual = torch.compile(_sdpa, backend="mlirc")(q, k, v, mask)
-    compiled_grads = torch.autograd.grad(actual.square().sum(), (q, k, v))
-    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
-    for got, want in zip(compiled_grads, grads, strict=True):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-    stats = mlirc.stats()
+    stats = compare_gradients(lambda q, k, v: _sdpa(q, k, v, mask), q, k, v)
     assert stats.fallback_nodes == 0, stats.summary()
     assert stats.library_ops["aten._scaled_dot_product_flash_attention_for_cpu_backward.default"] == 1
 

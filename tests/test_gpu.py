@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from conftest import compile_and_compare, wrapper_source
+from conftest import compare_gradients, compile_and_compare, wrapper_source
 
 import mlirc
 from mlirc.config import config
@@ -317,17 +317,7 @@ def test_attention_backward_is_a_library_kernel():
     q, k, v = (cuda(2, 3, 17, 16).requires_grad_() for _ in range(3))
     mask = cuda(17, 17)
 
-    def fn(q, k, v):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-
-    expected = fn(q, k, v)
-    grads = torch.autograd.grad(expected.square().sum(), (q, k, v))
-    actual = torch.compile(fn, backend="mlirc")(q, k, v)
-    compiled_grads = torch.autograd.grad(actual.square().sum(), (q, k, v))
-    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
-    for got, want in zip(compiled_grads, grads, strict=True):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-    stats = mlirc.stats()
+    stats = compare_gradients(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), q, k, v)
     assert stats.fallback_nodes == 0, stats.summary()
     assert any(op.endswith("_backward.default") for op in stats.library_ops), stats.summary()
 
