@@ -148,7 +148,12 @@ def compile_fx_graph(
     if mode in CUDA_GRAPH_MODES and device.type == "cuda":
         from mlirc.backends.gpu.cudagraphs import CudaGraphed
 
-        fn = CudaGraphed(fn, _static_inputs() if inference else ())
+        # a CPU scalar is copied to the GPU per call (below): never read in place
+        static = [
+            i for i in (_static_inputs() if inference else []) if i < len(example_inputs)
+            and isinstance(example_inputs[i], torch.Tensor) and example_inputs[i].device == device
+        ]  # fmt: skip
+        fn = CudaGraphed(fn, static)
     fn = _cpu_scalars_to(device, fn, example_inputs)  # outside the graph: a copy from the host
     return make_boxed_func(fn)
 
