@@ -448,16 +448,10 @@ def _max_pool_indices(lctx: LoweringContext, node: fx.Node, x: ir.Value, window:
     selects over the window's strided slices, which fuses into one kernel."""
     kernel, stride, padding, dilation = window
     dtype = out_dtype(node)
-    n, c, height, width = shapes.shape_of(x)
+    height, width = shapes.shape_of(x)[2:]
     grid = list(out_shape(node))
     lowest = -math.inf if dtype.is_floating_point else torch.iinfo(dtype).min
-    high = [max(0, (grid[2 + i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - [height, width][i] - padding[i])
-            for i in range(2)]  # fmt: skip
-    padded = [n, c, height + padding[0] + high[0], width + padding[1] + high[1]]
-    x = b.create(
-        "pad", [x, lctx.typed(lowest, dtype)], shapes.torch_tensor_type(padded, dtype),
-        low=[0, 0, *padding], high=[0, 0, *high],
-    )  # fmt: skip
+    x = _pad_for_ceil_mode(lctx, node, x, kernel, stride, padding, dilation)  # as far as every window reaches
     i64 = shapes.element_type(torch.int64)
     k = lambda v: lctx.typed(v, torch.int64)  # noqa: E731
     rows, cols = b.iota(grid, 2, i64), b.iota(grid, 3, i64)
