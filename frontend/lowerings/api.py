@@ -28,6 +28,14 @@ from mlirc.frontend.lowerings.sizes import SymbolicSizes
 # targets x updates, so only small scatters (and scans, searches) are compiled;
 # larger ones fall back.
 DENSE_SCATTER_LIMIT = 1 << 22
+# ... or whatever the size, while the match grid is at most this many times the
+# elements a direct scatter moves (the target and the updates): one update per
+# row (nll_loss's backward, a one-hot) is an elementwise select over the target.
+DENSE_WORK_FACTOR = 8
+
+
+def dense_scatter_fits(grid: int, moved: int) -> bool:
+    return grid <= DENSE_SCATTER_LIMIT or grid <= DENSE_WORK_FACTOR * moved
 
 
 def node_meta(node: fx.Node) -> Any:

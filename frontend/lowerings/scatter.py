@@ -22,6 +22,7 @@ from mlirc.frontend.lowerings.api import (
     LoweringContext,
     all_checks,
     arg,
+    dense_scatter_fits,
     fill_values_fit,
     narrow_to_out,
     node_meta,
@@ -42,8 +43,10 @@ def _check(node: fx.Node, index_numel: int, reduce: str | None) -> str | None:
         return "an integer scatter mean"
     if x.dtype == torch.bool and reduce is not None:
         return "a bool scatter reduction"
+    # dense_scatter's match grid: each update against each target along `dim` (the
+    # index's other dims are the grid's own, not x's)
     targets = x.shape[node.args[1] % x.dim()] if x.dim() else 1
-    if targets * index_numel * max(1, x.numel() // max(targets, 1)) > DENSE_SCATTER_LIMIT:
+    if not dense_scatter_fits(targets * index_numel, x.numel() + index_numel):
         return f"a scatter of {index_numel} updates into {x.numel()} elements (dense limit {DENSE_SCATTER_LIMIT})"
     return None
 

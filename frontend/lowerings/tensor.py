@@ -17,6 +17,7 @@ from mlirc.frontend.lowerings.api import (
     LoweringContext,
     all_checks,
     arg,
+    dense_scatter_fits,
     fill_values_fit,
     narrow_to_out,
     node_meta,
@@ -42,6 +43,9 @@ def _reshape(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
     aten._conj.default, aten._conj_physical.default, aten.conj_physical.default, aten.resolve_conj.default,
     aten.resolve_neg.default,
+    # a decomposition's copy into eager's strides (lerp's of a transposed input):
+    # strides are the results' layouts' business (importer), values stay
+    torch.ops.prims.copy_strided.default,
 )  # fmt: skip
 def _identity(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     return lctx.value(node.args[0])
@@ -276,7 +280,7 @@ def _index_put_check(node: fx.Node) -> str | None:
         # order; over one index dim that is the last one, over several it is not defined.
         return "index_put over a multi-dim index without accumulate (order of duplicates)"
     updates = math.prod(index_shape)
-    if x.numel() * updates > DENSE_SCATTER_LIMIT:
+    if not dense_scatter_fits(x.numel() * updates, x.numel() + node_meta(node.args[2]).numel()):
         return f"a scatter of {updates} updates into {x.numel()} elements (dense limit {DENSE_SCATTER_LIMIT})"
     return None
 
