@@ -48,6 +48,7 @@ from mlirc.dialects.attributes import (
     PREPARE_ATTR,
     PREPARED_ATTR,
     RESULT_LAYOUTS_ATTR,
+    RESULT_UPDATES_ATTR,
 )
 from mlirc.dialects.runtime_checks import RuntimeCheck, decode
 from mlirc.errors import PipelineError
@@ -179,6 +180,19 @@ def _read_in_place(value: ir.Value, generic: ir.Operation, maps: list) -> bool:
         elif user != generic or use.operand_number >= inputs or maps[use.operand_number] != maps[-1]:
             return False
     return True
+
+
+def _updates(entry: func.FuncOp, ret: ir.Operation) -> dict:
+    """RESULT_UPDATES_ATTR as {returned value: argument}, for values returned once."""
+    if RESULT_UPDATES_ATTR not in entry.attributes:
+        return {}
+    args = list(entry.entry_block.arguments)
+    operands = list(ret.operands)
+    return {
+        operands[i]: args[j]
+        for i, j in enumerate(ir.DenseI64ArrayAttr(entry.attributes[RESULT_UPDATES_ATTR]))
+        if j >= 0 and i < len(operands) and operands.count(operands[i]) == 1
+    }
 
 
 def _unit_slices(layout: layouts.Layout) -> str:
@@ -416,6 +430,7 @@ class WrapperBuilder:
         self.last_use: dict = {}
         self.index = 0
         self.pool: defaultdict[tuple, list[tuple[str, _Free]]] = defaultdict(list)
+        self.updates: dict = {}  # a returned value -> the argument whose new value it is
 
     def name(self, value: ir.Value) -> str:
         return self.names[value]
@@ -468,6 +483,7 @@ class WrapperBuilder:
         self.prologue()
         ret = self.entry.entry_block.operations[len(self.entry.entry_block.operations) - 1]
         logical = {v: d for v, d in zip(ret.operands, self.result_dtypes, strict=False)}
+        self.updates = _updates(self.entry, ret)
         ops = [op.operation for op in self.entry.entry_block.operations]
         last_use = {v: i for i, op in enumerate(ops) for v in op.operands}
         self.last_use = last_use
@@ -618,11 +634,15 @@ class WrapperBuilder:
     def in_place(self, op: ir.Operation, callee: str, logical: dict) -> str | None:
         """The result written over an operand that dies here (Inductor's in-place
         buffers): an elementwise kernel then streams one buffer instead of two, and
-        a large result needs no fresh, page-faulting memory."""
+        a large result needs no fresh, page-faulting memory.  Or over the argument
+        whose new value it is, once nothing reads that argument any more: AOTAutograd's
+        copy back into it is then a copy onto itself, which torch skips."""
         if len(op.results) != 1 or callee not in self.kernels:
             return None
         result = op.results[0]
         dtype = _dtype(result.type, logical.get(result))
+        if result in self.updates and self._overwritable(op, callee, self.updates[result], dtype):
+            return self._write_over(result, self.name(self.updates[result]), dtype)
         for index in in_place_operands(self.kernels[callee]):
             name = self.names.get(op.operands[index], "")
             root = self.root.get(name)
@@ -638,16 +658,37 @@ class WrapperBuilder:
                 or list(op.operands).count(op.operands[index]) != 1
             ):
                 continue
-            n = self.fresh(result)
-            shape = self.shape_of(result)
-            strides = contiguous_strides(shape)
-            self.lines.append(f"    {n} = reinterpret_tensor({name}, {self.text(shape)}, {self.text(strides)}, 0)")
-            self.moved.add(name)
-            self._own(n, self.new_meta(shape, dtype))
-            self._takes_storage(n, name)
-            self.poolable.add(n)
-            return n
+            return self._write_over(result, name, dtype)
         return None
+
+    def _write_over(self, result: ir.Value, name: str, dtype: torch.dtype) -> str:
+        n = self.fresh(result)
+        shape = self.shape_of(result)
+        strides = contiguous_strides(shape)
+        self.lines.append(f"    {n} = reinterpret_tensor({name}, {self.text(shape)}, {self.text(strides)}, 0)")
+        self.moved.add(name)
+        self._own(n, self.new_meta(shape, dtype))
+        self._takes_storage(n, name)
+        self.poolable.add(n)
+        return n
+
+    def _overwritable(self, op: ir.Operation, callee: str, arg: ir.Value, dtype: torch.dtype) -> bool:
+        """May `op` write its result over argument `arg`?  Nothing reads the argument
+        later, no view of it lives, and `op` reads it (if at all) at the element it
+        writes; the same dtype and sizes."""
+        name = self.names.get(arg, "")
+        meta = self.meta.get(name)
+        reads = [i for i, v in enumerate(op.operands) if v == arg]
+        return (
+            meta is not None
+            and name not in self.moved
+            and self.aliases[name] == 1
+            and self.last_use.get(arg, -1) <= self.index
+            and meta.dtype == dtype
+            and self.same_sizes(meta.shape, self.shape_of(op.results[0]))
+            and len(reads) <= 1
+            and all(i in in_place_operands(self.kernels[callee]) for i in reads)
+        )
 
     def entry_arg(self, a: str) -> str:
         """The argument as kernels read it: dense, row-major."""

@@ -13,6 +13,12 @@ CHECKS_ATTR = "mlirc.checks"  # on the entry: the run-time checks' messages, one
 ARG_LAYOUTS_ATTR = "mlirc.arg_layouts"  # on the entry: how each argument lies in memory
 RESULT_LAYOUTS_ATTR = "mlirc.result_layouts"  # ... and each result
 RESULT_EAGER_ATTR = "mlirc.results_as_eager"  # eager's sizes and strides of every result
+# On the entry, from AOTAutograd: per result, the argument whose new value it is (-1:
+# none), which AOTAutograd copies back into it -- its kernel may write there in place
+RESULT_UPDATES_ATTR = "mlirc.result_updates"
+# ... and the first result that only the backward reads (saved activations): those may
+# be arguments or one another, no copy (the user never sees or mutates them)
+SAVED_RESULTS_ATTR = "mlirc.saved_results_from"
 FROZEN_ATTR = "mlirc.frozen"  # on the entry: arguments that are parameters, buffers, constants
 PREPARED_ATTR = "mlirc.prepared"  # on the entry: the arguments its prepare function takes
 PREPARE_ATTR = "mlirc.prepare"  # the host function computing the entry's frozen work (mlirc-hoist-frozen)

@@ -16,13 +16,14 @@ import torch
 import torch.fx as fx
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch._functorch.partitioners import min_cut_rematerialization_partition
 
 from mlirc.config import config
 from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.frontend import dynamic, partitioner
 from mlirc.frontend.compile import SymbolicRegion, compile_region
 from mlirc.frontend.decompositions import decomposition_table
-from mlirc.frontend.importer import FROZEN_META
+from mlirc.frontend.importer import FROZEN_META, RESULT_ROLES_META
 from mlirc.frontend.library_kernels import is_library_kernel
 from mlirc.frontend.lowerings.api import computes_a_size
 from mlirc.frontend.stats import stats
@@ -131,15 +132,20 @@ def compile_fx_graph(
     mode: str = "default",
     user_outputs: list | None = None,
     inference: bool = False,
+    forward: bool = False,
 ) -> Callable:
     """An AOTAutograd fw/bw compiler: a callable with the graph's semantics, taking
     its arguments boxed (one list), which is the convention AOTAutograd expects.
     `user_outputs`: the Dynamo graph's outputs (fake tensors), whose strides the
     forward graph's results keep (see _keep_user_strides).  `inference`: autograd
-    was off when Dynamo handed the graph over (AOTAutograd compiles with it off)."""
+    was off when Dynamo handed the graph over (AOTAutograd compiles with it off).
+    `forward`: the forward (or inference) graph, whose results AOTAutograd's metadata
+    describes (see _mark_result_roles)."""
     autotune = mode in AUTOTUNE_MODES
     if inference:
         _mark_frozen(gm)
+    if forward:
+        _mark_result_roles(gm, inference)
     if dynamic.is_symbolic(example_inputs):
         fn = _compile_symbolic(gm, example_inputs, autotune, user_outputs)
     else:
@@ -164,6 +170,26 @@ def _static_inputs() -> list[int]:
     context = torch._guards.TracingContext.try_get()
     metadata = getattr(context, "fw_metadata", None)
     return list(metadata.static_input_indices) if metadata is not None else []
+
+
+def _mark_result_roles(gm: fx.GraphModule, inference: bool) -> None:
+    """What AOTAutograd does with the forward's results (importer.RESULT_ROLES_META): the
+    first ones are new values of mutated inputs, which it copies back (an optimizer's
+    parameters and state, batch norm's running statistics) -- the kernel making one
+    may write straight into its input; in training, the results from `num_forward` on
+    are saved for the backward alone."""
+    metadata = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if metadata is None or len(metadata.input_info) != len(placeholders):
+        return
+    updates = {}
+    for position, index in enumerate(metadata.mutated_inp_runtime_indices):
+        info = metadata.input_info[index]
+        if info.mutates_data and not info.mutates_metadata:
+            updates[position] = placeholders[index]
+    saved_from = None if inference else metadata.num_forward
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    output.meta[RESULT_ROLES_META] = (updates, saved_from)
 
 
 def _mark_frozen(gm: fx.GraphModule) -> None:
@@ -344,10 +370,18 @@ def mlirc_backend(
     try:
         return aot_autograd(
             fw_compiler=functools.partial(
-                compile_fx_graph, mode=mode, user_outputs=user_outputs, inference=not torch.is_grad_enabled()
+                compile_fx_graph,
+                mode=mode,
+                user_outputs=user_outputs,
+                inference=not torch.is_grad_enabled(),
+                forward=True,
             ),
             bw_compiler=functools.partial(compile_fx_graph, mode=mode),
             decompositions=decomposition_table(),
+            # Training: the forward saves what the backward cannot recompute cheaply;
+            # pointwise chains between saved values are recomputed in the backward,
+            # where they fuse into its kernels (as Inductor's partition).
+            partition_fn=min_cut_rematerialization_partition,
         )(gm, example_inputs)
     except Exception as err:  # AOTAutograd itself failed (torch 2.11 asserts on some decomposed copies)
         if config.strict or _dynamo_control_flow(err):

@@ -31,6 +31,8 @@ from mlirc.dialects.attributes import (
     FROZEN_ATTR,
     RESULT_EAGER_ATTR,
     RESULT_LAYOUTS_ATTR,
+    RESULT_UPDATES_ATTR,
+    SAVED_RESULTS_ATTR,
     TARGET_ATTR,
 )
 from mlirc.dialects.mlirc_dialect import make_context
@@ -46,6 +48,9 @@ log = logging.getLogger(__name__)
 # Placeholder meta: the argument is a parameter or buffer that inference keeps from call
 # to call (frontend/backend.py marks them); the entry lists them in `mlirc.frozen`.
 FROZEN_META = "mlirc_frozen"
+# Output node meta (frontend/backend.py, from AOTAutograd's metadata): ({output position:
+# the placeholder whose new value it is}, the first position only the backward reads).
+RESULT_ROLES_META = "mlirc_result_roles"
 
 
 def constant_inputs(gm: fx.GraphModule) -> list[torch.Tensor]:
@@ -75,6 +80,7 @@ class FxImporter:
             output_node = next(n for n in gm.graph.nodes if n.op == "output")
             outputs = output_node.args[0]
             outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+            roles = _result_roles(output_node, outputs, placeholders)
             outputs = [n for n in outputs if n is not None]  # e.g. no grad for an input
             with ir.InsertionPoint(module.body):
                 fn = func.FuncOp(func_name, (arg_types, []))
@@ -115,6 +121,7 @@ class FxImporter:
                 func.ReturnOp(returned)
             fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [v.type for v in returned]))
             self._describe_entry(fn, lctx, arg_layouts, result_layouts, outputs, eager_strides)
+            _describe_roles(fn, roles, arg_layouts, result_layouts)
             frozen = [i for i, n in enumerate(placeholders) if n.op == "get_attr" or n.meta.get(FROZEN_META)]
             if frozen:
                 fn.attributes[FROZEN_ATTR] = ir.DenseI64ArrayAttr.get(frozen)
@@ -232,3 +239,36 @@ def _to_buffer(value: ir.Value, layout: layouts.Layout | None) -> ir.Value:
 def _location_name(node: fx.Node) -> str:
     target = getattr(node.target, "__name__", str(node.target))
     return f"{node.name}:{target}"
+
+
+def _result_roles(output_node: fx.Node, outputs: list, placeholders: list) -> tuple[list[int], int | None]:
+    """Per result (None outputs left out): the argument it updates, or -1; and the
+    first result only the backward reads (None: all may reach the user)."""
+    updates_of, saved_from = output_node.meta.get(RESULT_ROLES_META, ({}, None))
+    updates, kept = [], 0
+    for position, node in enumerate(outputs):
+        if saved_from is not None and position == saved_from:
+            saved_from = kept
+        if node is None:
+            continue
+        target = updates_of.get(position)
+        updates.append(placeholders.index(target) if target in placeholders else -1)
+        kept += 1
+    if saved_from is not None and saved_from >= len(outputs):
+        saved_from = None
+    return updates, saved_from
+
+
+def _describe_roles(
+    fn: func.FuncOp, roles: tuple[list[int], int | None], arg_layouts: list, result_layouts: list
+) -> None:
+    """RESULT_UPDATES_ATTR and SAVED_RESULTS_ATTR; an update only where argument and
+    result lie alike (no layout of their own: a channels-last buffer is a permute)."""
+    updates, saved_from = roles
+    updates = [
+        j if j >= 0 and arg_layouts[j] is None and result_layouts[i] is None else -1 for i, j in enumerate(updates)
+    ]
+    if any(j >= 0 for j in updates):
+        fn.attributes[RESULT_UPDATES_ATTR] = ir.DenseI64ArrayAttr.get(updates)
+    if saved_from is not None:
+        fn.attributes[SAVED_RESULTS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), saved_from)

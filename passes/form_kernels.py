@@ -11,7 +11,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import func, linalg
 
-from mlirc.dialects.attributes import KERNEL_ATTR
+from mlirc.dialects.attributes import KERNEL_ATTR, SAVED_RESULTS_ATTR
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import entry_functions, remap_operands
 from mlirc.passes.registry import register_pass
@@ -75,17 +75,25 @@ def _copy_root(value: ir.Value) -> ir.Value:
 
 
 def _materialize_returns(fn: func.FuncOp) -> None:
+    """Saved-for-backward results (SAVED_RESULTS_ATTR on) keep arguments and duplicates
+    uncopied: nothing but the backward reads them, and it writes none of its inputs."""
     ret = fn.entry_block.operations[len(fn.entry_block.operations) - 1]
+    saved_from = (
+        ir.IntegerAttr(fn.attributes[SAVED_RESULTS_ATTR]).value if SAVED_RESULTS_ATTR in fn.attributes else None
+    )
     seen: set = set()
     new_operands = []
-    for value in ret.operands:
+    for position, value in enumerate(ret.operands):
         source = value
         op = _defining_op(source)
         while op is not None and op.name in VIEW_OPS:
             source = op.operands[0]
             op = _defining_op(source)
         fresh = op is not None and (is_root(op) or op.name == "func.call")  # a kernel's own buffer
-        needs_copy = not fresh or value in seen
+        if saved_from is not None and position >= saved_from:
+            needs_copy = not fresh and op is not None  # an argument (op None) is shared
+        else:
+            needs_copy = not fresh or value in seen
         seen.add(value)
         if needs_copy:
             with ir.InsertionPoint(ret), ret.location:
