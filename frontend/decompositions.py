@@ -21,6 +21,7 @@ from torch._decomp import core_aten_decompositions
 from torch._decomp import decomposition_table as all_decompositions
 
 from mlirc.frontend import random_ops
+from mlirc.frontend.foreach_ops import foreach_decompositions
 from mlirc.frontend.lowerings import LOWERINGS
 
 aten = torch.ops.aten
@@ -92,6 +93,7 @@ def _table(library_kernels: bool) -> dict[Any, Any]:
         if op not in LOWERINGS and op in all_decompositions:
             table.setdefault(op, all_decompositions[op])
     table.update(OVERRIDES)
+    table.update(foreach_decompositions())
     for op in KEEP + (LIBRARY_KEEP if library_kernels else ()):
         table.pop(op, None)
     return table
