@@ -49,6 +49,44 @@ def generic_perm(generic: ir.Operation) -> list[int] | None:
     return inverse
 
 
+RESHAPES = frozenset({"tensor.collapse_shape", "tensor.expand_shape"})
+
+
+def reshaped_transpose(kernel: func.FuncOp) -> tuple[ir.Operation, list[int]] | None:
+    """The static reshape of its one argument that `kernel` transposes (a weight
+    gradient's activations: [b, t, k] read as [b*t, k], transposed), if that is all
+    it does."""
+    ops = [op.operation for op in kernel.entry_block.operations]
+    reshapes = [op for op in ops if op.name in RESHAPES]
+    generics = [op for op in ops if op.name == "linalg.generic"]
+    if len(reshapes) != 1 or len(generics) != 1 or len(kernel.entry_block.arguments) != 1:
+        return None
+    reshape, generic = reshapes[0], generics[0]
+    if any(op.name not in PLUMBING for op in ops if op not in (reshape, generic)):
+        return None
+    static = all(ir.RankedTensorType(v.type).has_static_shape for v in (*reshape.operands, *reshape.results))
+    if not static or len(reshape.operands) != 1 or reshape.operands[0] != kernel.entry_block.arguments[0]:
+        return None
+    perm = generic_perm(generic)
+    if generic.operands[0] != reshape.results[0] or perm is None:
+        return None
+    return reshape, perm
+
+
+def _hoist_reshape(kernel: func.FuncOp, reshape: ir.Operation, calls: list[ir.Operation]) -> None:
+    """The kernel takes the reshaped value; each caller reshapes (a host view)."""
+    for call in calls:
+        moved = reshape.clone(ir.InsertionPoint(call))
+        moved.operands[0] = call.operands[0]
+        call.operands[0] = moved.results[0]
+    arg = kernel.entry_block.arguments[0]
+    arg.set_type(reshape.results[0].type)
+    reshape.results[0].replace_all_uses_with(arg)
+    reshape.erase()
+    results = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value).results
+    kernel.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([arg.type], results))
+
+
 def _callee(op: ir.Operation) -> str | None:
     return ir.FlatSymbolRefAttr(op.attributes["callee"]).value if op.name == "func.call" else None
 
@@ -57,17 +95,39 @@ def _callee(op: ir.Operation) -> str | None:
 def transpose_views(module: ir.Operation) -> None:
     body = module.regions[0].blocks[0]
     kernels = {op.sym_name.value: op for op in body.operations if isinstance(op, func.FuncOp)}
+    calls = _calls(body)
     for entry in body.operations:
         if not (isinstance(entry, func.FuncOp) and ENTRY_ATTR in entry.attributes):
             continue
-        for op in entry.entry_block.operations:
+        for op in list(entry.entry_block.operations):
             kernel = kernels.get(_callee(op.operation) or "")
             if kernel is None or KERNEL_ATTR not in kernel.attributes or library_of(kernel) is not None:
                 continue
-            perm = transpose_perm(kernel)
+            reshaped = reshaped_transpose(kernel)
+            reshape, perm = reshaped if reshaped is not None else (None, transpose_perm(kernel))
             users = [use.owner.operation for use in op.results[0].uses]
             if perm is None or not users:
                 continue
-            if all(library_of(kernels.get(_callee(u) or "")) in GEMM_LIBRARIES for u in users):
-                kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get("permute")
-                kernel.attributes[PERM_ATTR] = ir.DenseI64ArrayAttr.get(perm)
+            if not all(library_of(kernels.get(_callee(u) or "")) in GEMM_LIBRARIES for u in users):
+                continue
+            if reshape is not None:
+                if any(not _gemm_only(c, kernels) for c in calls[kernel.sym_name.value]):
+                    continue  # another call's result feeds a generated kernel: it stays one
+                _hoist_reshape(kernel, reshape, calls[kernel.sym_name.value])
+            kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get("permute")
+            kernel.attributes[PERM_ATTR] = ir.DenseI64ArrayAttr.get(perm)
+
+
+def _calls(body: ir.Block) -> dict[str, list[ir.Operation]]:
+    calls: dict[str, list[ir.Operation]] = {}
+    for fn in body.operations:
+        if isinstance(fn, func.FuncOp) and len(fn.regions[0].blocks):
+            for op in fn.entry_block.operations:
+                if _callee(op.operation):
+                    calls.setdefault(_callee(op.operation), []).append(op.operation)
+    return calls
+
+
+def _gemm_only(call: ir.Operation, kernels: dict) -> bool:
+    users = [use.owner.operation for use in call.results[0].uses]
+    return bool(users) and all(library_of(kernels.get(_callee(u) or "")) in GEMM_LIBRARIES for u in users)

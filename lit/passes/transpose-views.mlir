@@ -93,3 +93,39 @@ func.func @symbolic(%x: tensor<4x16xf32>, %w: tensor<?x16xf32>) -> tensor<4x?xf3
   %y = call @library_1(%x, %wt) : (tensor<4x16xf32>, tensor<16x?xf32>) -> tensor<4x?xf32>
   return %y : tensor<4x?xf32>
 }
+
+// A transpose of its argument's reshape (a weight gradient's [b, t, k] activations
+// read as [b*t, k]): the reshape moves to the caller, a host view, and the kernel
+// becomes a permute view too.
+// CHECK-LABEL: func.func @kernel_reshaped
+// CHECK-SAME: (%{{.*}}: tensor<12x8xf32>) -> tensor<8x12xf32>
+// CHECK-SAME: mlirc.library = "permute", mlirc.perm = array<i64: 1, 0>
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: return
+func.func @kernel_reshaped(%x: tensor<3x4x8xf32>) -> tensor<8x12xf32> attributes {mlirc.kernel} {
+  %c = tensor.collapse_shape %x [[0, 1], [2]] : tensor<3x4x8xf32> into tensor<12x8xf32>
+  %e = tensor.empty() : tensor<8x12xf32>
+  %t = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]} ins(%c : tensor<12x8xf32>) outs(%e : tensor<8x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<8x12xf32>
+  return %t : tensor<8x12xf32>
+}
+
+func.func @mm_reshaped(%a: tensor<8x12xf32>, %b: tensor<12x5xf32>) -> tensor<8x5xf32> attributes {mlirc.kernel, mlirc.library = "mm"} {
+  %e = tensor.empty() : tensor<8x5xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x5xf32>) -> tensor<8x5xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<8x12xf32>, tensor<12x5xf32>) outs(%f : tensor<8x5xf32>) -> tensor<8x5xf32>
+  return %r : tensor<8x5xf32>
+}
+
+// CHECK-LABEL: func.func @weight_gradient
+// CHECK: %[[V:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : tensor<3x4x8xf32> into tensor<12x8xf32>
+// CHECK: %[[T:.*]] = call @kernel_reshaped(%[[V]])
+// CHECK: call @mm_reshaped(%[[T]]
+func.func @weight_gradient(%x: tensor<3x4x8xf32>, %g: tensor<12x5xf32>) -> tensor<8x5xf32> attributes {mlirc.entry} {
+  %t = call @kernel_reshaped(%x) : (tensor<3x4x8xf32>) -> tensor<8x12xf32>
+  %w = call @mm_reshaped(%t, %g) : (tensor<8x12xf32>, tensor<12x5xf32>) -> tensor<8x5xf32>
+  return %w : tensor<8x5xf32>
+}
