@@ -103,10 +103,13 @@ def transpose_perm(op: ir.Operation) -> list[int] | None:
 
 
 def _transposed(memory: Memory, perm: list[int], shape: list[int]) -> Memory:
-    strides = [0] * len(perm)
+    strides: list = [0] * len(perm)
+    splits = {}
     for source_dim, dim in enumerate(perm):
         strides[dim] = memory.strides[source_dim]
-    return Memory(memory.pointer, memory.offset, shape, strides)
+        if source_dim in memory.splits:
+            splits[dim] = memory.splits[source_dim]
+    return Memory(memory.pointer, memory.offset, shape, strides, splits)
 
 
 def _readable(ops: list[ir.Operation], args: list[ir.Value]) -> set:

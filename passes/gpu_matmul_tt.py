@@ -169,11 +169,13 @@ class MatmulEmitter(TileEmitter):
         amap = _maps(generic)[list(generic.operands).index(operand)]
         memory = self.memory[operand]
         total = None
-        for dim, size, stride in zip(_dims(amap), memory.shape, memory.strides, strict=True):
-            if size == 1 or stride == 0:
+        for source_dim, (dim, size) in enumerate(zip(_dims(amap), memory.shape, strict=True)):
+            if size == 1:
                 continue
             index, axis = axes[dim]
-            term = index if stride == 1 else self.arith("arith.muli", index, self.const(stride, self.offset_type))
+            term = self.dim_offset(index, memory.parts(source_dim))  # None: a stride of 0
+            if term is None:
+                continue
             if term.kind == "s":
                 value = tt.splat(term.value, shape)
             else:

@@ -15,7 +15,7 @@ the grid is an expression the host evaluates at launch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy
 from mlir import ir
@@ -140,34 +140,29 @@ def row_major(shape: list[Size]) -> list[Size]:
     return strides[::-1]
 
 
+Part = tuple[Size, Size]  # (size, stride): a run of elements `stride` apart
+
+
 @dataclass
 class Memory:
-    """Where a tensor's elements are: base pointer + offset + strides (in elements)."""
+    """Where a tensor's elements are: base pointer + offset + strides (in elements).
+
+    A dim that collapses dims lying apart in memory has no one stride: the rows of
+    `x[:, :-1].reshape(-1, V)` are [B, T - 1] rows of a [B, T] buffer.  `splits` holds
+    such a dim's parts, (size, stride) outer first, and its `strides` entry is None:
+    an index of the dim reads each part at its row-major digit (division and
+    remainder), the element that the host's copying reshape would put there."""
 
     pointer: ir.Value
     offset: Size
     shape: list[Size]
-    strides: list[Size]
+    strides: list[Size | None]
+    splits: dict[int, list[Part]] = field(default_factory=dict)
 
-    def _expanded_strides(self, groups: list[list[int]], shape: list[Size]) -> list[Size]:
-        """Each source dim splits row-major into its group, scaled by its stride."""
-        strides = [0] * len(shape)
-        for source_dim, group in enumerate(groups):
-            sizes = [shape[d] for d in group]
-            for dim, stride in zip(group, _group_strides(self.strides[source_dim], sizes), strict=True):
-                strides[dim] = stride
-        return strides
-
-    def _collapsed_strides(self, groups: list[list[int]]) -> list[Size] | None:
-        """A group merges when its (non-unit) dims are contiguous with each other."""
-        strides = []
-        for group in groups:
-            dims = [d for d in group if not known(self.shape[d], 1)]
-            for outer, inner in zip(dims, dims[1:], strict=False):
-                if self.strides[outer] != self.strides[inner] * self.shape[inner]:
-                    return None
-            strides.append(self.strides[dims[-1]] if dims else 1)
-        return strides
+    def parts(self, dim: int) -> list[Part]:
+        """The dim's parts, outer first: itself, unless it is split."""
+        stride = self.strides[dim]
+        return self.splits[dim] if stride is None else [(self.shape[dim], stride)]
 
     def view(self, op: ir.Operation, shape: list[Size]) -> Memory | None:
         """The memory of a reshape or a static slice of this tensor, whose result has
@@ -175,30 +170,143 @@ class Memory:
         if op.name in RESHAPES:
             groups = [[ir.IntegerAttr(i).value for i in g] for g in ir.ArrayAttr(op.attributes["reassociation"])]
             if op.name == "tensor.expand_shape":
-                return Memory(self.pointer, self.offset, shape, self._expanded_strides(groups, shape))
-            strides = self._collapsed_strides(groups)
-            return None if strides is None else Memory(self.pointer, self.offset, shape, strides)
+                return self._expanded(groups, shape)
+            return _from_parts(self, self.offset, shape, [[p for d in g for p in self.parts(d)] for g in groups])
         offsets, steps, sizes = (
             list(ir.DenseI64ArrayAttr(op.attributes[f"static_{k}"])) for k in ("offsets", "strides", "sizes")
         )
         if any(v < DYNAMIC for v in offsets + steps):
             return None  # `?` sizes are the result's (`shape`), `?` offsets are no static view
-        offset = self.offset + sum(o * st for o, st in zip(offsets, self.strides, strict=True))
-        strides = [st * step for st, step in zip(self.strides, steps, strict=True)]
         kept = _kept_dims(sizes, shape)
-        return Memory(self.pointer, offset, shape, [strides[i] for i in kept])
+        offset, parts = self.offset, []
+        for dim, (start, step) in enumerate(zip(offsets, steps, strict=True)):
+            size = shape[kept.index(dim)] if dim in kept else 1
+            sliced = self._sliced(dim, start, step, size)
+            if sliced is None:
+                return None
+            offset += sliced[0]
+            if dim in kept:
+                parts.append(sliced[1])
+        return _from_parts(self, offset, shape, parts)
+
+    def _expanded(self, groups: list[list[int]], shape: list[Size]) -> Memory | None:
+        """Each source dim's parts split row-major into its group's dims."""
+        parts: list[list[Part]] = [[] for _ in shape]
+        for source_dim, group in enumerate(groups):
+            split = _split(self.parts(source_dim), [shape[d] for d in group])
+            if split is None:
+                return None
+            for dim, dim_parts in zip(group, split, strict=True):
+                parts[dim] = dim_parts
+        return _from_parts(self, self.offset, shape, parts)
+
+    def _sliced(self, dim: int, start: int, step: int, size: Size) -> tuple[Size, list[Part]] | None:
+        """A slice of `dim`, `size` elements from `start` `step` apart: the offset it
+        adds and its parts.  A split dim is kept whole or read at one element."""
+        stride = self.strides[dim]
+        if stride is not None:
+            return start * stride, [(size, stride * step)]
+        if start == 0 and step == 1 and _same(size, self.shape[dim]):
+            return 0, self.splits[dim]
+        if not known(size, 1):
+            return None
+        offset = _digits_offset(start, self.splits[dim])
+        return None if offset is None else (offset, [])
 
 
-def _group_strides(outer_stride: Size, sizes: list[Size]) -> list[Size]:
-    return [outer_stride * st for st in row_major(sizes)]
+def _same(a: Size, b: Size) -> bool:
+    return sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0
+
+
+def _from_parts(memory: Memory, offset: Size, shape: list[Size], parts: list[list[Part]]) -> Memory:
+    """A view of `memory` whose dims are made of these parts (outer first): a dim of
+    one part is a stride as before, one of several contiguous parts is their merged
+    stride, and one that stays in pieces is split."""
+    strides: list[Size | None] = []
+    splits: dict[int, list[Part]] = {}
+    for dim, dim_parts in enumerate(parts):
+        merged = dim_parts if len(dim_parts) == 1 else _merged(dim_parts)
+        if len(merged) > 1:
+            splits[dim] = merged
+        strides.append(None if len(merged) > 1 else merged[0][1] if merged else 1)
+    return Memory(memory.pointer, offset, shape, strides, splits)
+
+
+def _merged(parts: list[Part]) -> list[Part]:
+    """Unit parts dropped, each part merged into its outer neighbour where they are
+    contiguous (the neighbour's stride spans the whole part)."""
+    merged: list[Part] = []
+    for size, stride in parts:
+        if known(size, 1):
+            continue
+        if merged and _same(merged[-1][1], stride * size):
+            merged[-1] = (merged[-1][0] * size, stride)
+        else:
+            merged.append((size, stride))
+    return merged
+
+
+def _split(parts: list[Part], sizes: list[Size]) -> list[list[Part]] | None:
+    """The parts of each of `sizes` (a dim of `parts` expanded into them, outer
+    first), taken from the innermost: a size covers whole parts, or the inner digits
+    of one (which then keeps its outer ones).  None: a size straddles two parts."""
+    if len(parts) == 1:  # one run: its dims are row-major in it
+        stride = parts[0][1]
+        return [[(n, stride * st)] for n, st in zip(sizes, row_major(sizes), strict=True)]
+    left, split = list(parts), []
+    for size in reversed(sizes):
+        mine: list[Part] = []
+        while not known(size, 1):
+            if not left:
+                return None
+            n, stride = left.pop()
+            whole, inner = _quotient(size, n), _quotient(n, size)
+            if whole is not None:  # the part is this dim's inner digits
+                mine.insert(0, (n, stride))
+                size = whole
+            elif inner is not None:  # this dim is the part's inner digits
+                mine.insert(0, (size, stride))
+                left.append((inner, stride * size))
+                size = 1
+            else:
+                return None
+        split.insert(0, mine)
+    return split if all(known(n, 1) for n, _ in left) else None
+
+
+def _quotient(a: Size, b: Size) -> Size | None:
+    """a / b where b divides a at every size (None: not known to)."""
+    if _same(a, b):
+        return 1
+    if is_static(a) and is_static(b) and int(b) != 0 and int(a) % int(b) == 0:
+        return int(a) // int(b)
+    return None
+
+
+def _digits_offset(index: int, parts: list[Part]) -> Size | None:
+    """The offset of element `index` of a split dim (None: its parts' sizes are
+    not all known)."""
+    if index == 0:
+        return 0
+    if not all(is_static(n) for n, _ in parts):
+        return None
+    offset: Size = 0
+    for size, stride in reversed(parts):
+        offset += (index % int(size)) * stride
+        index //= int(size)
+    return offset
 
 
 def _kept_dims(sizes: list[int], shape: list[Size]) -> list[int]:
     """The slice dims a rank-reducing slice keeps.  Only unit dims are dropped, and
-    unit dims are interchangeable (their index is always 0), so the first ones go."""
+    unit dims are interchangeable (their index is always 0): one goes unless the
+    result's next dim is a unit too, so that each kept dim is the result dim of its
+    size (dropping the first unit dims would take [1, 3, 1, 2] to [1, 3, 2] as
+    [3, 1, 2])."""
     extra, kept = len(sizes) - len(shape), []
     for i, n in enumerate(sizes):
-        if extra > 0 and n == 1:
+        unit_next = len(kept) < len(shape) and known(shape[len(kept)], 1)
+        if extra > 0 and n == 1 and not unit_next:
             extra -= 1
             continue
         kept.append(i)

@@ -37,7 +37,7 @@ from mlirc.passes.gpu_numerics import (
     SHIELDED,
 )
 from mlirc.passes.gpu_sizes import PASS, Size, divides, is_static, known
-from mlirc.passes.gpu_tile_plans import Memory, TilePlan
+from mlirc.passes.gpu_tile_plans import Memory, Part, TilePlan
 
 
 def _fail(kernel: str, message: str) -> PipelineError:
@@ -286,19 +286,40 @@ class TileEmitter:
 
     def offsets(self, indices: list[Tiled], memory: Memory) -> Tiled:
         total: Tiled | None = None
-        for index, stride in zip(indices, memory.strides, strict=True):
-            if not known(stride, 0):
-                term = index if known(stride, 1) else self.arith("arith.muli", index, self.size(stride))
+        for dim, index in enumerate(indices):
+            term = self.dim_offset(index, memory.parts(dim))
+            if term is not None:
                 total = term if total is None else self.arith("arith.addi", total, term)
         return total or self.const(0, self.offset_type)
+
+    def dim_offset(self, index: Tiled, parts: list[Part]) -> Tiled | None:
+        """The offset of `index` along a dim of these (size, stride) parts, outer
+        first (a split dim, Memory's, has several): each part is read at the index's
+        row-major digit.  The outermost digit needs no remainder: in-bounds indices
+        are below the dim's size, and the others' lanes are masked.  None: no offset."""
+        total: Tiled | None = None
+        inner: Size = 1
+        for k in reversed(range(len(parts))):
+            size, stride = parts[k]
+            digit = index if known(inner, 1) else self.arith("arith.divsi", index, self.size(inner))
+            if k > 0:
+                digit = self.arith("arith.remsi", digit, self.size(size))
+            inner *= size
+            if known(stride, 0):
+                continue
+            term = digit if known(stride, 1) else self.arith("arith.muli", digit, self.size(stride))
+            total = term if total is None else self.arith("arith.addi", total, term)
+        return total
 
     def map_offsets(self, amap: ir.AffineMap, memory: Memory) -> Tiled:
         """Offsets of an operand read through `amap`.  A trailing run of its dims that
         is a suffix of the flattened P (or R) dims, laid out contiguously, is the flat
         index itself (modulo the run's size): Triton then sees contiguous addresses
-        and vectorizes."""
+        and vectorizes.  A split dim (Memory.splits) is in no run."""
         items = [
-            (e, n, st) for e, n, st in zip(amap.results, memory.shape, memory.strides, strict=True) if not known(n, 1)
+            (e, n, memory.parts(d))
+            for d, (e, n) in enumerate(zip(amap.results, memory.shape, strict=True))
+            if not known(n, 1)
         ]
         runs = {k: [d for d in dims if not known(self.plan.ranges[d], 1)] for k, dims in self.flat_dims.items()}
         total: Tiled | None = None
@@ -310,31 +331,34 @@ class TileEmitter:
                 term = self.flat[kind]
                 if length < len(runs[kind]):
                     term = self.arith("arith.remsi", term, self.size(size))
+                innermost = items[i - 1][2][0]  # a run's items are single parts
+                scaled = self.dim_offset(term, [(size, innermost[1])])
             else:
-                term, length = self.affine(items[i - 1][0]), 1
-            stride = items[i - 1][2]
-            if not known(stride, 1):
-                term = self.arith("arith.muli", term, self.size(stride))
-            total = term if total is None else self.arith("arith.addi", total, term)
+                scaled, length = self.dim_offset(self.affine(items[i - 1][0]), items[i - 1][2]), 1
+            if scaled is not None:
+                total = scaled if total is None else self.arith("arith.addi", total, scaled)
             i -= length
         return total or self.const(0, self.offset_type)
 
     def flat_run(self, items: list, runs: dict[str, list[int]]) -> tuple[str, int]:
-        """The longest contiguous tail of `items` whose dims are a suffix of a
-        flattened index."""
+        """The longest contiguous tail of `items` (expr, size, parts) whose dims are a
+        suffix of a flattened index."""
         for kind, dims in runs.items():
             length = 0
             while length < min(len(dims), len(items)):
-                expr, size, stride = items[-1 - length]
+                expr, size, parts = items[-1 - length]
                 dim = dims[-1 - length]
                 if (
-                    not isinstance(expr, ir.AffineDimExpr)
+                    len(parts) > 1
+                    or not isinstance(expr, ir.AffineDimExpr)
                     or expr.position != dim
                     or not _same(size, self.plan.ranges[dim])
                 ):
                     break
-                if length and not _same(stride, items[-length][2] * items[-length][1]):
-                    break  # not contiguous with the inner part of the run
+                if length:
+                    _, inner_size, inner_parts = items[-length]
+                    if not _same(parts[0][1], inner_parts[0][1] * inner_size):
+                        break  # not contiguous with the inner part of the run
                 length += 1
             if length:
                 return kind, length
