@@ -48,6 +48,12 @@ OPTIMIZERS = {
     "adam_amsgrad": lambda p: torch.optim.Adam(p, lr=1e-2, amsgrad=True),
     "sgd_momentum": lambda p: torch.optim.SGD(p, lr=1e-2, momentum=0.9, nesterov=True),
     "rmsprop": lambda p: torch.optim.RMSprop(p, lr=1e-2),
+    # the multi-tensor forms (CUDA's default): _foreach_* ops decompose per tensor
+    "sgd_foreach": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, foreach=True),
+    "adam_foreach": lambda p: torch.optim.Adam(p, lr=1e-2, foreach=True),
+    "adamw_foreach": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1, foreach=True),
+    "rmsprop_foreach": lambda p: torch.optim.RMSprop(p, lr=1e-2, foreach=True),
+    "adagrad_foreach": lambda p: torch.optim.Adagrad(p, lr=1e-2, foreach=True),
 }
 
 

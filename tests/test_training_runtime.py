@@ -208,35 +208,6 @@ def test_many_updates_per_row_still_fall_back():
     assert mlirc.stats().fallback_nodes == 1
 
 
-FOREACH_OPTIMIZERS = {
-    "sgd": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, foreach=True),
-    "adam": lambda p: torch.optim.Adam(p, lr=1e-2, foreach=True),
-    "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1, foreach=True),
-    "rmsprop": lambda p: torch.optim.RMSprop(p, lr=1e-2, foreach=True),
-    "adagrad": lambda p: torch.optim.Adagrad(p, lr=1e-2, foreach=True),
-}
-
-
-@pytest.mark.parametrize("name", sorted(FOREACH_OPTIMIZERS))
-def test_foreach_optimizer_steps_compile_whole(name):
-    """The multi-tensor forms (CUDA's default) decompose per tensor: no op left eager."""
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(13, 31), nn.Tanh(), nn.Linear(31, 3))
-    twin = copy.deepcopy(model)
-    eager, compiled = FOREACH_OPTIMIZERS[name](model.parameters()), FOREACH_OPTIMIZERS[name](twin.parameters())
-    step = torch.compile(compiled.step, backend="mlirc")
-    for _ in range(4):
-        x = torch.randn(8, 13)
-        for m, opt, run in ((model, eager, eager.step), (twin, compiled, step)):
-            opt.zero_grad()
-            m(x).square().mean().backward()
-            run()
-    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
-        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
-    stats = mlirc.stats()
-    assert stats.fallback_nodes == 0 and stats.failed_regions == 0, stats.summary()
-
-
 @pytest.mark.parametrize(
     "fn",
     [
