@@ -105,10 +105,7 @@ def transpose_views(module: ir.Operation) -> None:
                 continue
             reshaped = reshaped_transpose(kernel)
             reshape, perm = reshaped if reshaped is not None else (None, transpose_perm(kernel))
-            users = [use.owner.operation for use in op.results[0].uses]
-            if perm is None or not users:
-                continue
-            if not all(library_of(kernels.get(_callee(u) or "")) in GEMM_LIBRARIES for u in users):
+            if perm is None or not _gemm_only(op.operation, kernels):
                 continue
             if reshape is not None:
                 if any(not _gemm_only(c, kernels) for c in calls[kernel.sym_name.value]):
