@@ -42,6 +42,7 @@ from mlirc.config import config
 from mlirc.dialects import layouts, shapes
 from mlirc.dialects.attributes import (
     ARG_LAYOUTS_ATTR,
+    IN_PLACE_ATTR,
     LIBRARY_ARGS_ATTR,
     LIBRARY_ATTR,
     PERM_ATTR,
@@ -616,6 +617,9 @@ class WrapperBuilder:
         elif library is not None:
             self.emit_library_call(op, library, attrs, logical)
             self._profiled(f"mlirc {library} {callee}", op)
+        elif IN_PLACE_ATTR in attrs:
+            self.emit_kernel_call(op, callee, [*(self.name(v) for v in op.operands), self._destination(op, logical)])
+            self._profiled(f"mlirc {callee}", op)
         else:
             outs = [self.in_place(op, callee, logical) or self.allocate(r, logical) for r in op.results]
             self.emit_kernel_call(op, callee, [*(self.name(v) for v in op.operands), *outs])
@@ -660,6 +664,28 @@ class WrapperBuilder:
                 continue
             return self._write_over(result, name, dtype)
         return None
+
+    def _destination(self, op: ir.Operation, logical: dict) -> str:
+        """An in-place kernel's result buffer, holding its first operand: that operand's
+        own buffer where it dies here (form-kernels made it a kernel's fresh result),
+        else a copy of it."""
+        result, name = op.results[0], self.name(op.operands[0])
+        dtype = _dtype(result.type, logical.get(result))
+        meta = self.meta.get(name)
+        if (
+            self.root.get(name) == name
+            and name in self.poolable
+            and name not in self.moved
+            and self.aliases[name] == 1
+            and self.last_use.get(op.operands[0]) == self.index
+            and meta is not None
+            and meta.dtype == dtype
+            and list(op.operands).count(op.operands[0]) == 1
+        ):
+            return self._write_over(result, name, dtype)
+        out = self.allocate(result, logical)
+        self.lines.append(f"    {out}.copy_({name})")
+        return out
 
     def _write_over(self, result: ir.Value, name: str, dtype: torch.dtype) -> str:
         n = self.fresh(result)

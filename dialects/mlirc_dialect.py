@@ -72,6 +72,11 @@ OPS: dict[str, OpSignature] = {
     "pad": OpSignature(("x", "value"), attributes=("low", "high")),
     "gather": OpSignature(("x", "index"), attributes=("dim",)),
     "index_select": OpSignature(("x", "index"), attributes=("dim",)),
+    # x[T, R] with row index[k] of x += src[k] for each of the K updates, in order:
+    # index_put(accumulate=True), index_add, scatter_add past the dense match's size
+    # (frontend/lowerings/scatter.py).  Not a linalg op: it stays to the backends,
+    # which write it into x's buffer (a loop on the CPU, atomics on the GPU).
+    "scatter_add": OpSignature(("x", "index", "src")),
     "iota": OpSignature((), attributes=("dim",), sized=True),
     "constant": OpSignature((), attributes=("value",)),
     # A size as a 0-d tensor (a mean's count over a symbolic dim)

@@ -158,6 +158,24 @@ def _dim_in_range(op: ir.Operation) -> str | None:
     return _in_range([_int(op, "dim")], len(_ranked(value)), "dim")
 
 
+@rule("scatter_add")
+def _scatter_add(op: ir.Operation) -> str | None:
+    x, index, src = (_ranked(v) for v in op.operands)
+    if len(x) != 2 or len(index) != 1 or len(src) != 2:
+        return "expects x [T, R], index [K] and src [K, R]"
+    if not isinstance(shapes.elem_of(op.operands[1]), ir.IntegerType):
+        return "index must be an integer tensor"
+    if shapes.elem_of(op.operands[0]) != shapes.elem_of(op.operands[2]):
+        return "x and src element types differ"
+    if not _fits(index[0], src[0]) or not _fits(x[1], src[1]):
+        return f"src {list(src)} does not match index {list(index)} and x {list(x)}"
+    return _same_shape(x, op)
+
+
+def _fits(a: int | None, b: int | None) -> bool:
+    return a is None or b is None or a == b
+
+
 @rule("matmul", "batch_matmul")
 def _matmul(op: ir.Operation) -> str | None:
     rank = 2 if op.name.endswith(".matmul") else 3

@@ -11,7 +11,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import func, linalg
 
-from mlirc.dialects.attributes import KERNEL_ATTR, SAVED_RESULTS_ATTR
+from mlirc.dialects.attributes import IN_PLACE_ATTR, KERNEL_ATTR, SAVED_RESULTS_ATTR
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import entry_functions, remap_operands
 from mlirc.passes.registry import register_pass
@@ -31,9 +31,35 @@ CLONEABLE = frozenset(
 VIEW_OPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape", "tensor.extract_slice"})
 
 
+# Ops that write their result over their first operand's buffer (a scatter's rows):
+# the kernel (IN_PLACE_ATTR) takes that buffer as its result too, already holding
+# the operand (the host wrapper passes the operand's own buffer, or a copy).
+IN_PLACE_ROOTS = frozenset({"mlirc.scatter_add"})
+
+
 def is_root(op: ir.Operation) -> bool:
     """A linalg op that becomes a kernel of its own (not an init or a body op)."""
+    if op.name in IN_PLACE_ROOTS:
+        return True
     return op.name.startswith("linalg.") and op.name not in ("linalg.fill", "linalg.yield", "linalg.index")
+
+
+def _own_buffers(root: ir.Operation) -> None:
+    """An in-place root's operands as kernels' results or arguments, reshaped at most
+    (both backends read those as plain row-major memory), and its destination one
+    that nothing else reads: anything else (a fill, a slice, a shared value) is
+    copied first, by a kernel of its own."""
+    for i, value in enumerate(root.operands):
+        source = value
+        while (op := _defining_op(source)) is not None and op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+            source = op.operands[0]
+        op = _defining_op(source)
+        plain = op is None or is_root(op) or op.name == "func.call"
+        if i == 0:
+            plain = op is not None and source == value and plain and len(list(value.uses)) == 1
+        if not plain:
+            with ir.InsertionPoint(root), root.location:
+                root.operands[i] = _copy_root(value)
 
 
 def _defining_op(value: ir.Value) -> ir.Operation | None:
@@ -134,11 +160,16 @@ class Outliner:
         # the kernel makes an empty tensor of its own instead of taking them.
         empty_inputs = [v for v in inputs if _is_empty(v)]
         inputs = [v for v in inputs if not _is_empty(v)]
+        if root.name in IN_PLACE_ROOTS:  # the destination first: the host wrapper's contract
+            inputs.remove(root.operands[0])
+            inputs.insert(0, root.operands[0])
         results = list(root.results)
         name = self._name()
         with ir.InsertionPoint(self.entry), root.location:
             kernel = func.FuncOp(name, ([v.type for v in inputs], [r.type for r in results]))
         kernel.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
+        if root.name in IN_PLACE_ROOTS:
+            kernel.attributes[IN_PLACE_ATTR] = ir.UnitAttr.get()
         block = kernel.add_entry_block()
         clones = self._clone_into(block, members, inputs, empty_inputs)
         with ir.InsertionPoint(block), root.location:
@@ -149,7 +180,8 @@ class Outliner:
             old.replace_all_uses_with(new)
 
     def _collect(self, root: ir.Operation) -> list[ir.Operation]:
-        """The root and its cloneable producers, in program order."""
+        """The root and its cloneable producers, in program order (an in-place root's
+        destination stays an argument)."""
         found: list[ir.Operation] = []
         stack = [root]
         while stack:
@@ -157,7 +189,7 @@ class Outliner:
             if op in found:
                 continue
             found.append(op)
-            for v in values_used(op):
+            for v in values_used(op)[1 if op.name in IN_PLACE_ROOTS else 0 :]:
                 d = _defining_op(v)
                 if d is not None and d.name in CLONEABLE and not _defined_inside(v, op):
                     stack.append(d)
@@ -188,6 +220,9 @@ def form_kernels(module: ir.Operation) -> None:
     for entry in entry_functions(body):
         _materialize_returns(entry)
         outliner = Outliner(entry)
+        for op in list(entry.entry_block.operations):
+            if op.operation.name in IN_PLACE_ROOTS:
+                _own_buffers(op.operation)
         roots = [op.operation for op in entry.entry_block.operations if is_root(op.operation)]
         for root in roots:
             if all(_is_empty(r) for r in root.results):

@@ -48,6 +48,7 @@ from mlirc.passes.gpu_matmul_tt import (
     plan_matmul,
 )
 from mlirc.passes.gpu_row_loops import emit_row_loops
+from mlirc.passes.gpu_scatter_tt import ScatterPlan, emit_scatter, plan_scatter, scatter_op
 from mlirc.passes.gpu_sizes import KernelSizes, is_static
 from mlirc.passes.gpu_tile_plans import I32_LIMIT, Memory, TilePlan, plan_rows, plan_tiles, row_major
 from mlirc.passes.gpu_tiles import PASS, Tiled, TileEmitter, _fail, scalar_constant
@@ -207,8 +208,39 @@ def _plan(kernel: func.FuncOp, shape: KernelShape, sizes: KernelSizes, wide: boo
     return plan_tiles(shape.generics[-1], sizes, wide)
 
 
+def _lower_scatter(kernel: func.FuncOp, scatter: ir.Operation, top: ir.Block) -> None:
+    """A scatter kernel (passes/gpu_scatter_tt.py): static sizes only (a symbolic
+    graph's scatter waits for its sizes, mlirc-lower-to-linalg)."""
+    name = kernel.sym_name.value
+    ops = [op.operation for op in kernel.entry_block.operations]
+    args, results = list(kernel.entry_block.arguments), list(ops[-1].operands)
+    sizes = KernelSizes(name, [*args, *results], ops)
+    if sizes.dynamic:
+        raise _fail(name, "a scatter of run-time sizes (its sizes are bound before this stage)")
+    updates, columns = tt.shape_of(scatter.operands[2])
+    plan = plan_scatter(updates, columns)
+    module_block = _ttir_module(top, name)
+    with ir.InsertionPoint(module_block):
+        _, entry = tt.func(name, [_pointer_type(v) for v in [*args, *results]], aligned=True)
+    with ir.InsertionPoint(entry):
+        emit_scatter(kernel, scatter, plan, list(entry.arguments))
+        tt.ret()
+    _declare(kernel, plan, f"{name}_ttir", sizes)
+
+
+def _ttir_module(top: ir.Block, name: str) -> ir.Block:
+    with ir.InsertionPoint(top):
+        attrs = {"sym_name": ir.StringAttr.get(f"{name}_ttir")}
+        module_op = tt.create("builtin.module", [], [], attrs, regions=1)
+    return module_op.regions[0].blocks.append()
+
+
 def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
     name = kernel.sym_name.value
+    scatter = scatter_op(kernel)
+    if scatter is not None:
+        _lower_scatter(kernel, scatter, top)
+        return
     shape = analyze(kernel)
     ops = [op.operation for op in kernel.entry_block.operations]
     args, results = list(kernel.entry_block.arguments), list(ops[-1].operands)
@@ -220,10 +252,7 @@ def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
     tensors = [v for op in ops for v in [*op.operands, *op.results] if isinstance(v.type, ir.ShapedType)]
     wide = sizes.dynamic or max([math.prod(tt.shape_of(v)) for v in tensors] + [1]) >= I32_LIMIT
     plan = _plan(kernel, shape, sizes, wide)
-    with ir.InsertionPoint(top):
-        attrs = {"sym_name": ir.StringAttr.get(f"{name}_ttir")}
-        module_op = tt.create("builtin.module", [], [], attrs, regions=1)
-    module_block = module_op.regions[0].blocks.append()
+    module_block = _ttir_module(top, name)
     i64 = ir.IntegerType.get_signless(64)
     # an index argument (a size the host computed) is an i64 scalar, in its place
     pointers = [i64 if isinstance(v.type, ir.IndexType) else _pointer_type(v) for v in [*args, *results]]
@@ -261,7 +290,7 @@ def _emit(
         emitter.emit_pointwise()
 
 
-def _declare(kernel: func.FuncOp, plan: TilePlan, module_name: str, sizes: KernelSizes) -> None:
+def _declare(kernel: func.FuncOp, plan: TilePlan | ScatterPlan, module_name: str, sizes: KernelSizes) -> None:
     """Replace `kernel` by a declaration with its launch attributes."""
     with ir.InsertionPoint(kernel):
         decl = func.FuncOp(kernel.sym_name.value, kernel.type, visibility="private")

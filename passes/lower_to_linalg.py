@@ -236,11 +236,24 @@ def _convert_signature(fn: func.FuncOp) -> None:
     fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
 
 
-def _mlirc_ops(fn: func.FuncOp) -> list[ir.Operation]:
+# mlirc ops that no linalg op expresses, kept for the backends to lower in kernels of
+# their own (as IREE keeps its LinalgExt scatter): a data-dependent write.
+BACKEND_OPS = frozenset({"mlirc.scatter_add"})
+
+
+def _mlirc_ops(fn: func.FuncOp, only: frozenset[str] | None = None) -> list[ir.Operation]:
+    """The mlirc ops to lower (or, with `only`, those of these names)."""
     ops: list[ir.Operation] = []
     for block in fn.body.blocks:
-        ops.extend(op.operation for op in block.operations if op.operation.name.startswith("mlirc."))
+        for op in block.operations:
+            name = op.operation.name
+            if name.startswith("mlirc.") and (name in only if only is not None else name not in BACKEND_OPS):
+                ops.append(op.operation)
     return ops
+
+
+def _any_symbolic(op: ir.Operation) -> bool:
+    return any(None in shapes.shape_of(v) for v in [*_tensors(op), op.results[0]])
 
 
 def _concat_along_symbolic(op: ir.Operation) -> bool:
@@ -265,6 +278,8 @@ NEEDS_STATIC_SIZES: dict[str, Callable[[ir.Operation], bool]] = {
     "mlirc.concat": _concat_along_symbolic,
     "mlirc.gather": _indexes_symbolic_dim,
     "mlirc.index_select": _indexes_symbolic_dim,
+    # the backends' loops and grids are sized per kernel
+    "mlirc.scatter_add": _any_symbolic,
 }
 
 
@@ -295,6 +310,8 @@ def lower_to_linalg(module: ir.Operation) -> None:
         if not isinstance(fn_op, func.FuncOp) or fn_op.is_external:
             continue
         ops = [op for op in _mlirc_ops(fn_op) if not _waits_for_sizes(op)]
+        for kept in _mlirc_ops(fn_op, BACKEND_OPS):
+            _waits_for_sizes(kept)  # marks it deferred while its sizes are `?`
         logical = [([v.type for v in _tensors(op)], op.results[0].type) for op in ops]
         _convert_signature(fn_op)
         for op, (in_types, out_type) in zip(ops, logical, strict=False):

@@ -21,6 +21,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_drop_host,
     cpu_fuse_rows,
     cpu_isolate_frozen,
+    cpu_lower_scatters,
     cpu_masked_reductions,
     cpu_omp_dispatch,
     cpu_parallelize,
@@ -128,6 +129,7 @@ CPU_TO_LLVM = [
 ]
 CPU = [
     "mlirc-cpu-drop-host",
+    "mlirc-cpu-lower-scatters",
     "mlirc-cpu-vectorize",
     "mlirc-cpu-masked-reductions",
     "mlirc-cpu-vector-math",
@@ -180,7 +182,13 @@ register_pipeline("mlirc-stage-cpu-fusion", "Stage: CPU row fusion of a kernels 
 register_pipeline(
     "mlirc-stage-cpu-bufferize",
     "Stage: CPU schedule + bufferization of a kernels module",
-    ["mlirc-cpu-drop-host", "mlirc-cpu-vectorize", "mlirc-cpu-masked-reductions", *CPU_BUFFERIZE],
+    [
+        "mlirc-cpu-drop-host",
+        "mlirc-cpu-lower-scatters",
+        "mlirc-cpu-vectorize",
+        "mlirc-cpu-masked-reductions",
+        *CPU_BUFFERIZE,
+    ],
 )
 register_pipeline("mlirc-stage-cpu", "Stage: a kernels module -> LLVM dialect for the host CPU", CPU)
 register_pipeline(

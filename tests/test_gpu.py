@@ -144,6 +144,31 @@ def test_embedding_and_linear():
         compile_and_compare(lambda i: F.gelu(lin(emb(i))), idx)
 
 
+SCATTERS = {  # too large for the dense match: atomics (passes/gpu_scatter_tt.py)
+    "index_put": lambda x, i, v: x.index_put((i,), v, accumulate=True),
+    "index_put_broadcast": lambda x, i, v: x.index_put((i,), v[:, :1], accumulate=True),
+    "embedding_backward": lambda x, i, v: torch.ops.aten.embedding_dense_backward(v, i % 3001, 3001, 7, False),
+    "scatter_add": lambda x, i, v: x.t().scatter_add(1, (i % 3001).view(1, -1).expand(37, -1), v.t()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCATTERS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_large_scatters(name, dtype):
+    index = torch.randint(-3001, 3001, (20011,), device="cuda")
+    # one row takes many updates (fewer in bfloat16: eager's scatter_add there rounds
+    # after each atomic add, and drifts from the true sum as the row grows)
+    index[: 500 if dtype != torch.bfloat16 else 20] = 5
+    x, v = cuda(3001, 37) * 10, cuda(20011, 37) * 10
+    if name == "embedding_backward" and dtype == torch.int64:
+        return  # a float op
+    x, v = x.to(dtype), v.to(dtype)
+    # atomics add in no fixed order (eager's CUDA index_put sorts the updates first);
+    # bfloat16 sums in float32 as eager's do, rounded once
+    tol = {torch.float32: 1e-4, torch.bfloat16: 1e-2}.get(dtype, 0)
+    compile_and_compare(SCATTERS[name], x, index, v, rtol=tol, atol=tol * 100)
+
+
 def test_transformer_layer():
     layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True).cuda().eval()
     with torch.no_grad():

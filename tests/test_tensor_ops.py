@@ -134,6 +134,78 @@ def test_index_put_forms():
     compile_and_compare(lambda f: f.index_put((torch.tensor([1, 1, 4]),), torch.tensor(True), accumulate=True), flags)
 
 
+# Accumulating scatters too large for the dense match (targets x updates past
+# api.DENSE_SCATTER_LIMIT): mlirc.scatter_add, a loop over the updates in order.
+ROWS, UPDATES = 3001, 2003
+
+
+def _rows_and_index(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    index = torch.randint(-ROWS, ROWS, (UPDATES,), generator=g)  # negative ones wrap
+    index[:40] = 7  # one row takes many updates
+    return torch.randn(ROWS, 37, generator=g), index
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32, torch.int64]
+)
+def test_large_index_put_accumulate(dtype):
+    x, index = _rows_and_index(0)
+    values = torch.randn(UPDATES, 37) * 50
+    x, values = (x * 50).to(dtype), values.to(dtype)
+    # eager's own float32 sum adds on threads in no fixed order: ours is serial
+    tol = {torch.float32: 1e-5, torch.bfloat16: 0, torch.float16: 0}.get(dtype, 0)
+    compile_and_compare(lambda t, i, v: t.index_put((i,), v, accumulate=True), x, index, values, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t, i, v: t.index_put((i,), v[:, :1], accumulate=True),  # broadcast values
+        lambda t, i, v: t.index_put((i,), v.t().contiguous().t(), accumulate=True),  # column-major values
+        lambda t, i, v: t.t().contiguous().t().index_put((i,), v, accumulate=True),  # a column-major destination
+        lambda t, i, v: torch.ops.aten.index_put(
+            t.t().reshape(37, ROWS, 1), [None, i], v.t()[:, :, None], True
+        ),  # dims before the index
+        lambda t, i, v: t.index_put((i[:0],), v[:0], accumulate=True),  # no updates
+        lambda t, i, v: t.index_add(0, i % ROWS, v, alpha=-2.0),
+        lambda t, i, v: torch.ops.aten.embedding_dense_backward(v, i % ROWS, ROWS, 7, False),  # padding row 7
+        lambda t, i, v: torch.ops.aten.embedding_dense_backward(
+            v.view(1, UPDATES, 37), i.view(1, -1) % ROWS, ROWS, -1, True
+        ),
+    ],
+)
+def test_large_index_put_forms(fn):
+    x, index = _rows_and_index(1)
+    compile_and_compare(fn, x, index, torch.randn(UPDATES, 37), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_large_scatter_add(dtype):
+    g = torch.Generator().manual_seed(2)
+    x, src = (torch.randn(ROWS, 40, generator=g) * 20).to(dtype), (torch.randn(2600, 41, generator=g) * 20).to(dtype)
+    index = torch.randint(0, ROWS, (2500, 40), generator=g)
+    tol = 1e-5 if dtype == torch.float32 else 0  # bf16 sums in f32, rounded once (eager's opmath)
+    compile_and_compare(lambda t, i, s: t.scatter_add(0, i, s), x, index, src, rtol=tol, atol=tol)
+    torch._dynamo.reset()
+    compile_and_compare(lambda t, i, s: t.scatter_reduce(1, i, s, "sum"), x.t(), index.t(), src.t(), rtol=tol, atol=tol)
+
+
+def test_large_scatter_index_errors_as_eager():
+    x, index = _rows_and_index(3)
+    index[11] = ROWS  # one past the end
+    with pytest.raises(IndexError, match="out of bounds"):
+        torch.compile(lambda t, i, v: t.index_put((i,), v, accumulate=True), backend="mlirc")(
+            x, index, torch.randn(UPDATES, 37)
+        )
+    index = torch.randint(0, ROWS, (2500, 40))
+    index[3, 4] = -1  # scatter_add does not wrap
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        torch.compile(lambda t, i: t.scatter_add(0, i, torch.ones(2500, 40)), backend="mlirc")(
+            torch.zeros(ROWS, 40), index
+        )
+
+
 @pytest.mark.parametrize("right", [False, True])
 def test_searchsorted_and_bucketize(right):
     sequence = torch.tensor([-1.0, 0.0, 0.0, 2.5, 3.0, float("nan")])  # ties, NaN last

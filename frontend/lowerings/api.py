@@ -38,6 +38,15 @@ def dense_scatter_fits(grid: int, moved: int) -> bool:
     return grid <= DENSE_SCATTER_LIMIT or grid <= DENSE_WORK_FACTOR * moved
 
 
+# What a larger accumulating scatter may hold: the types GPU atomics add (the CPU's
+# loop adds any), the dialect's mlirc.scatter_add.
+SCATTER_ADD_DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int64})
+
+
+def scatter_add_dtype(dtype: torch.dtype) -> bool:
+    return dtype in SCATTER_ADD_DTYPES
+
+
 def node_meta(node: fx.Node) -> Any:
     meta = node.meta.get("val", node.meta.get("example_value"))
     if meta is None and node.op == "get_attr":

@@ -28,6 +28,7 @@ from mlirc.frontend.lowerings.api import (
     node_meta,
     opmath_dtype,
     register,
+    scatter_add_dtype,
 )
 from mlirc.frontend.lowerings.checks import check_index
 
@@ -46,20 +47,42 @@ def _check(node: fx.Node, index_numel: int, reduce: str | None) -> str | None:
     # dense_scatter's match grid: each update against each target along `dim` (the
     # index's other dims are the grid's own, not x's)
     targets = x.shape[node.args[1] % x.dim()] if x.dim() else 1
+    if not isinstance(targets * index_numel + x.numel(), int):
+        return "a scatter of symbolic size (compiled per size)"
+    if _adds_elements(node, reduce):
+        return None
     if not dense_scatter_fits(targets * index_numel, x.numel() + index_numel):
         return f"a scatter of {index_numel} updates into {x.numel()} elements (dense limit {DENSE_SCATTER_LIMIT})"
     return None
 
 
-def _scatter_check(node: fx.Node) -> str | None:
+def _adds_elements(node: fx.Node, reduce: str | None) -> bool:
+    """A summing scatter past the dense match's size: one mlirc.scatter_add of single
+    elements instead (a loop on the CPU, atomics on the GPU)."""
+    x = node_meta(node.args[0])
+    if reduce != "sum" or not scatter_add_dtype(x.dtype) or not bool(node.kwargs.get("include_self", True)):
+        return False
+    if node.target not in (aten.scatter_add.default, aten.scatter_reduce.two, aten.scatter.reduce):
+        return False
+    index_numel = node_meta(node.args[2]).numel()
+    targets = x.shape[node.args[1] % x.dim()] if x.dim() else 1
+    return not dense_scatter_fits(targets * index_numel, x.numel() + index_numel)
+
+
+def _scatter_reduce_of(node: fx.Node) -> tuple[str | None, bool]:
+    """The fold (None: the last update wins) and include_self, by ATen's names."""
     reduce = node.kwargs.get("reduce")
     if node.target == aten.scatter_reduce.two:
-        reduce = node.args[4]
-    elif node.target == aten.scatter_add.default:
-        reduce = "sum"
-    elif reduce is not None:  # scatter(..., reduce='add'|'multiply'): ATen's older names
-        reduce = {"add": "sum", "multiply": "prod"}.get(reduce, reduce)
-    return _check(node, node_meta(node.args[2]).numel(), reduce)
+        return node.args[4], bool(node.kwargs.get("include_self", True))
+    if node.target == aten.scatter_add.default:
+        return "sum", True
+    if reduce is not None:  # scatter(..., reduce='add'|'multiply'): ATen's older names
+        return {"add": "sum", "multiply": "prod"}.get(reduce, reduce), True
+    return None, True
+
+
+def _scatter_check(node: fx.Node) -> str | None:
+    return _check(node, node_meta(node.args[2]).numel(), _scatter_reduce_of(node)[0])
 
 
 def _sliced(value: ir.Value, shape: list[int]) -> ir.Value:
@@ -158,16 +181,42 @@ def _scatter(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     if not isinstance(source, fx.Node):  # scatter.value: one value everywhere
         src = b.broadcast(src, list(shapes.shape_of(index)))
     src = _at_least_1d(src)
-    reduce, include_self = node.kwargs.get("reduce"), True
-    if node.target == aten.scatter_reduce.two:
-        reduce, include_self = node.args[4], bool(node.kwargs.get("include_self", True))
-    elif node.target == aten.scatter_add.default:
-        reduce = "sum"
-    elif reduce is not None:
-        reduce = {"add": "sum", "multiply": "prod"}[reduce]
+    reduce, include_self = _scatter_reduce_of(node)
+    if _adds_elements(node, reduce):  # in opmath: eager's CPU sum rounds a half once, at the end
+        return narrow_to_out(b.reshape(add_elements(x, dim, index, src), lctx.shape(node)), node)
     return narrow_to_out(
         b.reshape(dense_scatter(lctx, x, dim, index, src, reduce, include_self, dtype), lctx.shape(node)), node
     )
+
+
+def add_elements(x: ir.Value, dim: int, index: ir.Value, src: ir.Value) -> ir.Value:
+    """x with src[j] added at x[j with its `dim` coordinate index[j]] for each j of
+    the index (src's leading corner of its shape): x as a column of elements, one
+    update per index element, in the index's row-major order -- per target, the
+    order of eager's CPU loop (ascending along `dim`).  `index` is checked (a
+    negative entry, valid for scatter_reduce, wraps here)."""
+    x_shape, i_shape = list(shapes.shape_of(x)), list(shapes.shape_of(index))
+    i64 = torch.int64
+    strides = [math.prod(x_shape[d + 1 :]) for d in range(len(x_shape))]
+    grid = shapes.torch_tensor_type(i_shape, i64)
+    size = b.scalar_constant(x_shape[dim], shapes.element_type(i64))
+    index = b.convert(index, shapes.element_type(i64))
+    wrapped = b.elementwise(
+        "select", b.elementwise("lt", index, b.scalar_constant(0, shapes.element_type(i64))),
+        b.elementwise("add", index, size), index,
+    )  # fmt: skip
+    linear = None
+    for d, stride in enumerate(strides):
+        coordinate = wrapped if d == dim else b.create("iota", [], grid, dim=d)
+        term = b.elementwise("mul", coordinate, b.scalar_constant(stride, shapes.element_type(i64)))
+        linear = term if linear is None else b.elementwise("add", linear, term)
+    updates, elements = math.prod(i_shape), math.prod(x_shape)
+    if updates == 0:
+        return x
+    column = b.reshape(x, [elements, 1])
+    values = b.reshape(_sliced(src, i_shape), [updates, 1])
+    summed = b.create("scatter_add", [column, b.reshape(linear, [updates]), values], column.type)
+    return b.reshape(summed, x_shape)
 
 
 def _at_least_1d(value: ir.Value) -> ir.Value:

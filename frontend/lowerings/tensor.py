@@ -25,6 +25,7 @@ from mlirc.frontend.lowerings.api import (
     out_dtype,
     out_shape,
     register,
+    scatter_add_dtype,
 )
 from mlirc.frontend.lowerings.checks import check_index
 
@@ -280,9 +281,24 @@ def _index_put_check(node: fx.Node) -> str | None:
         # order; over one index dim that is the last one, over several it is not defined.
         return "index_put over a multi-dim index without accumulate (order of duplicates)"
     updates = math.prod(index_shape)
+    if not isinstance(x.numel() * updates + node_meta(node.args[2]).numel(), int):
+        return "an index_put of symbolic size (compiled per size)"
+    if _scatters_rows(node):
+        return None
     if not dense_scatter_fits(x.numel() * updates, x.numel() + node_meta(node.args[2]).numel()):
         return f"a scatter of {updates} updates into {x.numel()} elements (dense limit {DENSE_SCATTER_LIMIT})"
     return None
+
+
+def _scatters_rows(node: fx.Node) -> bool:
+    """Is this index_put an accumulating one past the dense match's size, which the
+    backends' scatter_add (a loop, atomics) does instead?  Embedding's backward."""
+    x = node_meta(node.args[0])
+    if not arg(node, 3, "accumulate", False) or not scatter_add_dtype(x.dtype):
+        return False
+    index_shape = torch.broadcast_shapes(*(node_meta(i).shape for i in node.args[1] if i is not None))
+    updates = math.prod(index_shape)
+    return not dense_scatter_fits(x.numel() * updates, x.numel() + node_meta(node.args[2]).numel())
 
 
 @register(aten.index_put.default, check=_index_put_check)
@@ -307,6 +323,11 @@ def _index_put(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     index_shape = list(shapes.shape_of(linear))
     targets, updates = math.prod(shape[first : last + 1]), math.prod(index_shape)
     pre, post = shape[:first], shape[last + 1 :]
+    if _scatters_rows(node):
+        result = _scatter_rows(lctx, node, x, linear, pre, targets, post)
+        if order != list(range(rank)):
+            result = b.permute(result, [order.index(d) for d in range(rank)])
+        return narrow_to_out(result, node)
     collapsed = b.reshape(x, pre + [targets] + post)
     # values broadcast to [pre, index_shape, post], then [pre, 1, K, post]
     values = b.broadcast(lctx.typed(node.args[2], dtype), pre + index_shape + post)
@@ -334,6 +355,32 @@ def _index_put(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     if order != list(range(rank)):
         result = b.permute(result, [order.index(d) for d in range(rank)])
     return narrow_to_out(result, node)
+
+
+def _scatter_rows(
+    lctx: LoweringContext, node: fx.Node, x: ir.Value, linear: ir.Value, pre: list, targets: int, post: list
+) -> ir.Value:
+    """x (as [pre, targets, post]) with values added at the targets `linear` names,
+    one mlirc.scatter_add over rows [targets, pre * post].  In eager's dtype per
+    device: x's own on the CPU (ATen adds update by update in it, rounding each
+    time), opmath on CUDA (ATen sorts the updates and sums each row's in it)."""
+    x_meta = node_meta(node.args[0])
+    dtype = x_meta.dtype if x_meta.device.type == "cpu" else opmath_dtype(node)
+    shape = list(shapes.shape_of(x))
+    index_shape = list(shapes.shape_of(linear))
+    updates, rest = math.prod(index_shape), math.prod(pre) * math.prod(post)
+    lead = list(range(len(pre), len(pre) + 1))  # the targets (or the updates) first, then pre, then post
+    order = lead + list(range(len(pre))) + list(range(len(pre) + 1, len(pre) + 1 + len(post)))
+    rows = b.convert(x, shapes.element_type(dtype))
+    rows = b.reshape(b.permute(b.reshape(rows, pre + [targets] + post), order), [targets, rest])
+    values = b.broadcast(lctx.typed(node.args[2], dtype), pre + index_shape + post)
+    values = b.permute(b.reshape(values, pre + [updates] + post), order)
+    values = b.reshape(values, [updates, rest])
+    flat = b.reshape(linear, [updates])
+    summed = b.create("scatter_add", [rows, flat, values], shapes.tensor_type((targets, rest), shapes.elem_of(rows)))
+    summed = b.reshape(summed, [targets] + pre + post)
+    back = [order.index(d) for d in range(len(order))]
+    return b.reshape(b.permute(summed, back), shape)
 
 
 @register(aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default, aten.empty_permuted.default)

@@ -82,3 +82,20 @@ func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "mlirc.lt"(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A scatter's updates are rows of x's width, one per index entry.
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.scatter_add' op src [5, 4] does not match index [6] and x [9, 4]
+func.func @f(%x: tensor<9x4xf32>, %i: tensor<6xi64>, %v: tensor<5x4xf32>) -> tensor<9x4xf32> {
+  %0 = "mlirc.scatter_add"(%x, %i, %v) : (tensor<9x4xf32>, tensor<6xi64>, tensor<5x4xf32>) -> tensor<9x4xf32>
+  return %0 : tensor<9x4xf32>
+}
+
+// -----
+
+// CHECK: invalid-attributes.mlir:[[# @LINE + 2]]:8: error: 'mlirc.scatter_add' op index must be an integer tensor
+func.func @f(%x: tensor<9x4xf32>, %i: tensor<5xf32>, %v: tensor<5x4xf32>) -> tensor<9x4xf32> {
+  %0 = "mlirc.scatter_add"(%x, %i, %v) : (tensor<9x4xf32>, tensor<5xf32>, tensor<5x4xf32>) -> tensor<9x4xf32>
+  return %0 : tensor<9x4xf32>
+}
