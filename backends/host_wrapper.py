@@ -38,6 +38,7 @@ from mlir import ir
 from mlir.dialects import func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+from mlirc.backends.in_place import in_place_operands
 from mlirc.config import config
 from mlirc.dialects import layouts, shapes
 from mlirc.dialects.attributes import (
@@ -122,65 +123,6 @@ def contiguous_strides(shape: list[int]) -> list[int]:
         strides.append(step)
         step *= max(size, 1) if isinstance(size, int) else torch.sym_max(size, 1)
     return strides[::-1]
-
-
-def in_place_operands(kernel: func.FuncOp) -> list[int]:
-    """Arguments a kernel may overwrite with its result: it is one elementwise
-    linalg.generic that reads the argument (possibly reshaped, which keeps the
-    row-major order) at exactly the element it writes -- through the result's own
-    map, a permutation (channels-last kernels loop in NCHW order over NHWC buffers)
-    -- with the same element type, so every element is read before it is written
-    and by nothing else."""
-    if not len(kernel.regions[0].blocks):  # a declaration
-        return []
-    body = [op.operation for op in kernel.entry_block.operations]
-    generics = [op for op in body if op.name == "linalg.generic"]
-    allowed = {
-        "arith.constant",
-        "tensor.expand_shape",
-        "tensor.collapse_shape",
-        "tensor.empty",
-        "linalg.generic",
-        "func.return",
-    }
-    if len(generics) != 1 or any(op.name not in allowed for op in body):
-        return []
-    generic = generics[0]
-    if len(generic.results) != 1 or any(
-        not str(it).endswith("<parallel>") for it in ir.ArrayAttr(generic.attributes["iterator_types"])
-    ):
-        return []
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
-    if not maps[-1].is_permutation:
-        return []
-    args = list(kernel.entry_block.arguments)
-    out_type = generic.results[0].type
-    found = []
-    for operand, amap in zip(list(generic.operands)[: len(generic.operands) - 1], maps, strict=False):
-        source = operand
-        while not isinstance(source.owner, ir.Block) and source.owner.operation.name in (
-            "tensor.expand_shape",
-            "tensor.collapse_shape",
-        ):
-            source = source.owner.operation.operands[0]
-        if source in args and amap == maps[-1] and operand.type == out_type and _read_in_place(source, generic, maps):
-            found.append(args.index(source))
-    return sorted(set(found))
-
-
-def _read_in_place(value: ir.Value, generic: ir.Operation, maps: list) -> bool:
-    """Is every read of `value` (through reshapes) a generic operand at the element
-    written?  A read elsewhere -- a gather's tensor.extract in the body (a flip) --
-    would see elements the kernel has already overwritten."""
-    inputs = len(generic.operands) - len(generic.results)
-    for use in value.uses:
-        user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-        if user.name in ("tensor.expand_shape", "tensor.collapse_shape"):
-            if not _read_in_place(user.results[0], generic, maps):
-                return False
-        elif user != generic or use.operand_number >= inputs or maps[use.operand_number] != maps[-1]:
-            return False
-    return True
 
 
 def _updates(entry: func.FuncOp, ret: ir.Operation) -> dict:
@@ -621,7 +563,9 @@ class WrapperBuilder:
             self.emit_kernel_call(op, callee, [*(self.name(v) for v in op.operands), self._destination(op, logical)])
             self._profiled(f"mlirc {callee}", op)
         else:
-            outs = [self.in_place(op, callee, logical) or self.allocate(r, logical) for r in op.results]
+            outs = [
+                self.in_place(op, callee, logical, k) or self.allocate(r, logical) for k, r in enumerate(op.results)
+            ]
             self.emit_kernel_call(op, callee, [*(self.name(v) for v in op.operands), *outs])
             self._profiled(f"mlirc {callee}", op)
 
@@ -635,19 +579,19 @@ class WrapperBuilder:
         self.lines.append(f"    with record_function({f'{label} [{shape}]'!r}):")
         self.lines.append("    " + call)
 
-    def in_place(self, op: ir.Operation, callee: str, logical: dict) -> str | None:
-        """The result written over an operand that dies here (Inductor's in-place
+    def in_place(self, op: ir.Operation, callee: str, logical: dict, k: int) -> str | None:
+        """Result `k` written over an operand that dies here (Inductor's in-place
         buffers): an elementwise kernel then streams one buffer instead of two, and
         a large result needs no fresh, page-faulting memory.  Or over the argument
         whose new value it is, once nothing reads that argument any more: AOTAutograd's
         copy back into it is then a copy onto itself, which torch skips."""
-        if len(op.results) != 1 or callee not in self.kernels:
+        if callee not in self.kernels:
             return None
-        result = op.results[0]
+        result = op.results[k]
         dtype = _dtype(result.type, logical.get(result))
-        if result in self.updates and self._overwritable(op, callee, self.updates[result], dtype):
+        if result in self.updates and self._overwritable(op, callee, self.updates[result], dtype, k):
             return self._write_over(result, self.name(self.updates[result]), dtype)
-        for index in in_place_operands(self.kernels[callee]):
+        for index in in_place_operands(self.kernels[callee]).get(k, []):
             name = self.names.get(op.operands[index], "")
             root = self.root.get(name)
             meta = self.meta.get(name)
@@ -698,10 +642,10 @@ class WrapperBuilder:
         self.poolable.add(n)
         return n
 
-    def _overwritable(self, op: ir.Operation, callee: str, arg: ir.Value, dtype: torch.dtype) -> bool:
-        """May `op` write its result over argument `arg`?  Nothing reads the argument
-        later, no view of it lives, and `op` reads it (if at all) at the element it
-        writes; the same dtype and sizes."""
+    def _overwritable(self, op: ir.Operation, callee: str, arg: ir.Value, dtype: torch.dtype, k: int) -> bool:
+        """May `op` write its result `k` over argument `arg`?  Nothing reads the
+        argument later, no view of it lives, and `op` reads it (if at all) at the
+        element it writes; the same dtype and sizes."""
         name = self.names.get(arg, "")
         meta = self.meta.get(name)
         reads = [i for i, v in enumerate(op.operands) if v == arg]
@@ -711,9 +655,9 @@ class WrapperBuilder:
             and self.aliases[name] == 1
             and self.last_use.get(arg, -1) <= self.index
             and meta.dtype == dtype
-            and self.same_sizes(meta.shape, self.shape_of(op.results[0]))
+            and self.same_sizes(meta.shape, self.shape_of(op.results[k]))
             and len(reads) <= 1
-            and all(i in in_place_operands(self.kernels[callee]) for i in reads)
+            and all(i in in_place_operands(self.kernels[callee]).get(k, []) for i in reads)
         )
 
     def entry_arg(self, a: str) -> str:

@@ -445,9 +445,23 @@ def _computes_on_bf16(op: ir.Operation) -> bool:
     return False
 
 
+def _one_result_or_elementwise(op: ir.Operation) -> bool:
+    """One result, or several written together (mlirc-fuse-multi-output): all
+    loops parallel, every result at the loop's element, of one element width (one
+    vector length fits all)."""
+    if len(op.results) == 1:
+        return True
+    if op.name != "linalg.generic" or any(not it.endswith("<parallel>") for it in _iterators(op)):
+        return False
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    outputs = maps[len(maps) - len(op.results) :]
+    widths = {elem_bytes(shapes.elem_of(r)) for r in op.results}
+    return len(widths) == 1 and all(m == ir.AffineMap.get_identity(m.n_dims) for m in outputs)
+
+
 def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
     """The tiling/vectorization plan for `op` on `vector_bytes`-wide vectors, or None to leave it alone."""
-    if op.name not in VECTORIZABLE or len(op.results) != 1 or _reduces_an_invariant(op):
+    if op.name not in VECTORIZABLE or not _one_result_or_elementwise(op) or _reduces_an_invariant(op):
         return _scalar_plan(op)  # multi-result reductions (argmax) stay scalar
     if _divides_integers(op) or _computes_on_bf16(op):
         return _scalar_plan(op)

@@ -35,6 +35,7 @@ from mlirc.passes import (  # noqa: F401
     fold_symbolic_reshapes,
     form_kernels,
     fuse_elementwise,
+    fuse_multi_output,
     gpu_fuse_rows,
     gpu_loop_order,
     gpu_lower_to_tt,
@@ -62,7 +63,15 @@ CPU_LAYOUT = [
 ]  # fmt: skip
 # GPU, before fusion: cuDNN's convolutions on channels-last activations, as the CPU's.
 GPU_LAYOUT = ["mlirc-channels-last", "canonicalize", "cse"]
-KERNELS = ["mlirc-fuse-elementwise", "mlirc-form-kernels", "canonicalize", "cse", "symbol-dce", "mlirc-transpose-views"]
+KERNELS = [
+    "mlirc-fuse-elementwise",
+    "mlirc-fuse-multi-output",
+    "mlirc-form-kernels",
+    "canonicalize",
+    "cse",
+    "symbol-dce",
+    "mlirc-transpose-views",
+]
 # Host-side: it regroups the entry's calls, so it runs before the kernels are split off;
 # work on parameters alone moves out first, so that no row group mixes it with the rest.
 CPU_FUSION = ["mlirc-hoist-frozen", "mlirc-cpu-fuse-rows", "canonicalize", "cse"]

@@ -26,7 +26,7 @@ from mlirc.passes.pipelines import STAGES
 from mlirc.passes.registry import run_passes
 
 SM90 = GPUTarget("cuda", 90, 32)
-FUSED_ROWS = {"softmax", "layer_norm"}  # one kernel each (rows of 10007 are too long to fuse)
+FUSED_ROWS = {"softmax", "layer_norm", "momentum_step"}  # one kernel each (a row group; a multi-output generic)
 
 CASES = {
     "pointwise": (lambda x, y: torch.sigmoid(x) * y + 1, [(7, 33), (33,)]),
@@ -65,6 +65,8 @@ CASES = {
         ),
         [(2, 3, 9, 9), (2, 3, 5, 5)],
     ),
+    # an optimizer's step: the new state returned and read by the update (mlirc-fuse-multi-output)
+    "momentum_step": (lambda p, g, m: (lambda m2: (p - 0.01 * m2, m2))(m * 0.9 + g), [(7, 33), (7, 33), (7, 33)]),
     # an accumulating index_put too large for the dense match: atomics (gpu_scatter_tt)
     "index_put_accumulate": (lambda x, i, v: torch.index_put(x * 2, (i,), v, accumulate=True), "scatter_rows"),
     # a language model's loss on shifted labels, forward and backward: the kernels read

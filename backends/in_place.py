@@ -1,0 +1,77 @@
+"""Which arguments a kernel may write its results over (Inductor's in-place buffers).
+
+The host wrapper (backends/host_wrapper.py) writes a result over an operand that
+dies at the call, or over the argument whose new value it is (an optimizer's
+parameter): only where every element of the argument is read before it is written,
+and by nothing else.  That holds for a kernel that is one elementwise linalg.generic
+reading the argument (possibly reshaped, which keeps the row-major order) at exactly
+the element it writes -- through its results' own map, a permutation (channels-last
+kernels loop in NCHW order over NHWC buffers) -- with the result's element type.  A
+generic with several results (mlirc-fuse-multi-output) writes them all at that
+element, so each may take over an argument of its own type.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import func
+
+from mlirc.passes.linalg_utils import RESHAPES
+
+_ALLOWED = frozenset(
+    {"arith.constant", "tensor.expand_shape", "tensor.collapse_shape", "tensor.empty", "linalg.generic", "func.return"}
+)
+
+
+def in_place_operands(kernel: func.FuncOp) -> dict[int, list[int]]:
+    """{kernel result index: the argument indices it may overwrite}."""
+    if not len(kernel.regions[0].blocks):  # a declaration
+        return {}
+    body = [op.operation for op in kernel.entry_block.operations]
+    generics = [op for op in body if op.name == "linalg.generic"]
+    if len(generics) != 1 or any(op.name not in _ALLOWED for op in body):
+        return {}
+    generic = generics[0]
+    if any(not str(it).endswith("<parallel>") for it in ir.ArrayAttr(generic.attributes["iterator_types"])):
+        return {}
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    outputs = len(generic.results)
+    out_map = maps[-1]
+    if not out_map.is_permutation or any(m != out_map for m in maps[len(maps) - outputs :]):
+        return {}
+    args = list(kernel.entry_block.arguments)
+    readable = []
+    for operand, amap in zip(list(generic.operands)[: len(generic.operands) - outputs], maps, strict=False):
+        source = _through_reshapes(operand)
+        if source in args and amap == out_map and _read_in_place(source, generic, maps, out_map):
+            readable.append((args.index(source), operand.type))
+    found: dict[int, list[int]] = {}
+    for k, returned in enumerate(body[-1].operands):
+        result = _through_reshapes(returned)
+        if result.owner != generic:
+            continue
+        matches = sorted({i for i, t in readable if t == result.type})
+        if matches:
+            found[k] = matches
+    return found
+
+
+def _through_reshapes(value: ir.Value) -> ir.Value:
+    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in RESHAPES:
+        value = value.owner.operation.operands[0]
+    return value
+
+
+def _read_in_place(value: ir.Value, generic: ir.Operation, maps: list, out_map: ir.AffineMap) -> bool:
+    """Is every read of `value` (through reshapes) a generic operand at the element
+    written?  A read elsewhere -- a gather's tensor.extract in the body (a flip) --
+    would see elements the kernel has already overwritten."""
+    inputs = len(generic.operands) - len(generic.results)
+    for use in value.uses:
+        user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if user.name in RESHAPES:
+            if not _read_in_place(user.results[0], generic, maps, out_map):
+                return False
+        elif user != generic or use.operand_number >= inputs or maps[use.operand_number] != out_map:
+            return False
+    return True

@@ -1,0 +1,169 @@
+"""mlirc-fuse-multi-output: an elementwise producer that other ops read too fuses
+into its elementwise consumer, as one generic that yields both results.
+
+Upstream's elementwise fusion (mlirc-fuse-elementwise) fuses a producer only into
+its one user: a value that is also returned or read again stays a kernel of its own,
+and its consumer reads it back from memory.  An optimizer step is made of such
+values -- Adam's new exp_avg and exp_avg_sq are returned (they update the state)
+and read by the parameter's update -- so a step ran four kernels per parameter; a
+training forward's saved activations are the same shape.  Here the consumer takes
+the producer's body in and yields its result as an extra one: one pass over memory,
+one launch.
+
+Only where nothing is recomputed or reordered: both ops all-parallel over the same
+loops, the consumer reading the producer's result at the element it writes
+(identity maps), and the producer's other reader the graph's return -- the value
+goes to memory anyway.  A value that other kernels read stays as it is: row fusion
+(mlirc-cpu-fuse-rows, mlirc-gpu-fuse-rows) groups a softmax's pieces better.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import linalg
+
+from mlirc.passes import linalg_emit as le
+from mlirc.passes.ir_utils import entry_functions, remap_operands
+from mlirc.passes.linalg_utils import indexing_maps
+from mlirc.passes.registry import register_pass
+
+NAME = "mlirc-fuse-multi-output"
+
+
+def _elementwise(op: ir.Operation) -> bool:
+    """An all-parallel generic writing every result at the element of its loop
+    (identity output maps) whose body reads no output argument."""
+    if op.name != "linalg.generic":
+        return False
+    iterators = ir.ArrayAttr(op.attributes["iterator_types"])
+    if any(not str(it).endswith("<parallel>") for it in iterators):
+        return False
+    maps = indexing_maps(op)
+    outputs = len(op.results)
+    if outputs == 0 or any(not _identity(m) for m in maps[len(maps) - outputs :]):
+        return False
+    block = op.regions[0].blocks[0]
+    return not any(list(arg.uses) for arg in list(block.arguments)[len(op.operands) - outputs :])
+
+
+def _identity(amap: ir.AffineMap) -> bool:
+    return amap == ir.AffineMap.get_identity(amap.n_dims) and amap.n_symbols == 0
+
+
+def _loops(op: ir.Operation) -> list[int]:
+    return list(ir.RankedTensorType(op.results[0].type).shape)
+
+
+def _inputs(op: ir.Operation) -> list[ir.Value]:
+    return list(op.operands)[: len(op.operands) - len(op.results)]
+
+
+def _fusible_producer(consumer: ir.Operation, order: dict) -> ir.Operation | None:
+    """A producer of `consumer`'s inputs to take in, or None."""
+    maps = indexing_maps(consumer)
+    for value, amap in zip(_inputs(consumer), maps, strict=False):
+        owner = value.owner
+        if isinstance(owner, ir.Block) or not _identity(amap):
+            continue
+        producer = owner.operation
+        if producer not in order or not _elementwise(producer) or _loops(producer) != _loops(consumer):
+            continue
+        reads = [i for i, v in enumerate(_inputs(consumer)) if v.owner == producer]
+        if any(not _identity(maps[i]) for i in reads):
+            continue
+        users = [
+            u.owner.operation if hasattr(u.owner, "operation") else u.owner for r in producer.results for u in r.uses
+        ]
+        others = [u for u in users if u != consumer]
+        if not others:
+            continue  # upstream's fusion takes a single user's producer
+        if all(u.name == "func.return" for u in others):
+            return producer
+    return None
+
+
+def _fuse(producer: ir.Operation, consumer: ir.Operation) -> None:
+    """Replace both by one generic at the consumer: the producer's results read by
+    others, then the consumer's."""
+    p_maps, c_maps = indexing_maps(producer), indexing_maps(consumer)
+    kept = [r for r in producer.results if any(u.owner != consumer for u in r.uses)]
+    inputs: list[tuple[ir.Value, ir.AffineMap]] = []
+    for value, amap in [*zip(_inputs(producer), p_maps, strict=False), *zip(_inputs(consumer), c_maps, strict=False)]:
+        if value.owner != producer and (value, amap) not in inputs:
+            inputs.append((value, amap))
+    p_outs = list(producer.operands)[len(_inputs(producer)) :]
+    c_outs = list(consumer.operands)[len(_inputs(consumer)) :]
+    outs = [p_outs[list(producer.results).index(r)] for r in kept] + c_outs
+    out_maps = [p_maps[-1]] * len(outs)
+    with ir.InsertionPoint(consumer), consumer.location:
+        for i, value in enumerate(outs):
+            if value in outs[:i]:  # each result its own init (one empty tensor may init both)
+                outs[i] = le.empty(le.dims_of(value), ir.RankedTensorType(value.type).element_type)
+        maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in [*(m for _, m in inputs), *out_maps]])
+        fused = linalg.GenericOp(
+            [*(r.type for r in kept), *(r.type for r in consumer.results)],
+            [v for v, _ in inputs],
+            outs,
+            maps,
+            consumer.attributes["iterator_types"],
+        )
+    element = [ir.RankedTensorType(v.type).element_type for v, _ in inputs] + [
+        ir.RankedTensorType(v.type).element_type for v in outs
+    ]
+    block = fused.regions[0].blocks.append(*element)
+    args = list(block.arguments)
+    produced = _clone_body(producer, block, [args[inputs.index(pair)] for pair in _pairs(producer, p_maps)])
+    c_args = []
+    for value, amap in zip(_inputs(consumer), c_maps, strict=False):
+        if value.owner == producer:
+            c_args.append(produced[list(producer.results).index(value)])
+        else:
+            c_args.append(args[inputs.index((value, amap))])
+    consumed = _clone_body(consumer, block, c_args)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([produced[list(producer.results).index(r)] for r in kept] + consumed)
+    for old, new in zip([*kept, *consumer.results], fused.results, strict=True):
+        old.replace_all_uses_with(new)
+    consumer.erase()
+    producer.erase()
+
+
+def _pairs(op: ir.Operation, maps: list[ir.AffineMap]) -> list[tuple[ir.Value, ir.AffineMap]]:
+    return list(zip(_inputs(op), maps, strict=False))
+
+
+def _clone_body(op: ir.Operation, block: ir.Block, input_args: list[ir.Value]) -> list[ir.Value]:
+    """`op`'s body cloned at the end of `block`, its input arguments mapped to
+    `input_args`; returns the values it yields."""
+    source = op.regions[0].blocks[0]
+    mapping = dict(zip(list(source.arguments)[: len(input_args)], input_args, strict=True))
+    yielded: list[ir.Value] = []
+    with ir.InsertionPoint(block):
+        for inner in source.operations:
+            inner = inner.operation
+            if inner.name == "linalg.yield":
+                yielded = [mapping.get(v, v) for v in inner.operands]
+                continue
+            clone = inner.clone()
+            remap_operands(clone, mapping)
+            for old, new in zip(inner.results, clone.results, strict=True):
+                mapping[old] = new
+    return yielded
+
+
+@register_pass(NAME, "Fuse elementwise producers read by others too into their elementwise consumers (multi-result)")
+def fuse_multi_output(module: ir.Operation) -> None:
+    for entry in entry_functions(module.regions[0].blocks[0]):
+        changed = True
+        while changed:
+            changed = False
+            ops = [op.operation for op in entry.entry_block.operations]
+            order = {op: i for i, op in enumerate(ops)}
+            for consumer in ops:
+                if not _elementwise(consumer):
+                    continue
+                producer = _fusible_producer(consumer, order)
+                if producer is not None:
+                    _fuse(producer, consumer)
+                    changed = True
+                    break
