@@ -591,7 +591,7 @@ class WrapperBuilder:
         dtype = _dtype(result.type, logical.get(result))
         if result in self.updates and self._overwritable(op, callee, self.updates[result], dtype, k):
             return self._write_over(result, self.name(self.updates[result]), dtype)
-        for index in in_place_operands(self.kernels[callee]).get(k, []):
+        for index in self.overwritable_operands(callee).get(k, []):
             name = self.names.get(op.operands[index], "")
             root = self.root.get(name)
             meta = self.meta.get(name)
@@ -631,6 +631,10 @@ class WrapperBuilder:
         self.lines.append(f"    {out}.copy_({name})")
         return out
 
+    def overwritable_operands(self, callee: str) -> dict[int, list[int]]:
+        """backends/in_place.py's answer for a kernel, read off its linalg body."""
+        return in_place_operands(self.kernels[callee])
+
     def _write_over(self, result: ir.Value, name: str, dtype: torch.dtype) -> str:
         n = self.fresh(result)
         shape = self.shape_of(result)
@@ -657,7 +661,7 @@ class WrapperBuilder:
             and meta.dtype == dtype
             and self.same_sizes(meta.shape, self.shape_of(op.results[k]))
             and len(reads) <= 1
-            and all(i in in_place_operands(self.kernels[callee]).get(k, []) for i in reads)
+            and all(i in self.overwritable_operands(callee).get(k, []) for i in reads)
         )
 
     def entry_arg(self, a: str) -> str:

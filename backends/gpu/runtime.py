@@ -32,6 +32,7 @@ from mlirc.backends.host_wrapper import (
     storage_dtype,
     wrapper_scope,
 )
+from mlirc.backends.in_place import in_place_operands
 from mlirc.dialects import tt
 from mlirc.dialects.attributes import GRID_ATTR, GRID_SIZE_ATTR, ORIGIN_ATTR, SIZE_ARGS_ATTR
 from mlirc.passes.ir_utils import entry_functions
@@ -39,11 +40,18 @@ from mlirc.passes.ir_utils import entry_functions
 
 class GpuWrapperBuilder(WrapperBuilder):
     """Kernels are compiled for 16-byte aligned pointers (tt.ALIGNMENT): arguments
-    are copied when they are not, as are views whose offset breaks it.  Results are
-    never written over operands: the TTIR lowering was not checked for it."""
+    are copied when they are not, as are views whose offset breaks it.  A result
+    written over an operand (the base's in_place: an elementwise kernel reading it
+    at the element it writes) is safe in the TTIR lowering as in Inductor's
+    in_out_ptr kernels: each program loads the elements of its own tile before it
+    stores them, and no other program touches them."""
 
-    def in_place(self, op, callee, logical):  # noqa: ANN001, ANN201 - the base's signature
-        return None
+    # The kernels' linalg bodies (the gpu-fusion module's), where `kernels` holds
+    # their launch declarations: what in-place writes are decided on.
+    bodies: dict[str, func.FuncOp] = {}
+
+    def overwritable_operands(self, callee: str) -> dict[int, list[int]]:
+        return in_place_operands(self.bodies.get(callee, self.kernels[callee]))
 
     def entry_arg(self, a: str) -> str:
         return (
@@ -154,6 +162,7 @@ def build_wrapper(
     entry = entry_functions(module.body)[0]
     declarations, launchers = compiled.declarations(), dict(compiled.launchers)
     kernels = _functions(module)
+    bodies = dict(kernels)
     for name, kernel in list(kernels.items()):
         if name in launchers:
             kernels[name] = declarations[name]
@@ -162,11 +171,13 @@ def build_wrapper(
             if origin in launchers:
                 kernels[name], launchers[name] = declarations[origin], launchers[origin]
     made = builder(entry, result_dtypes, kernels)
+    made.bodies = bodies
     prepare = prepare_function(entry)
     source = made.build("call" if prepare is None else "call_prepared")
     if prepare is not None:  # work on parameters alone, cached (passes/hoist_frozen.py)
         results = ir.FunctionType(prepare.attributes["function_type"].value).results
         prepare_builder = GpuWrapperBuilder(prepare, [storage_dtype(t) for t in results], kernels)
+        prepare_builder.bodies = bodies
         prepare_builder.constants = made.constants  # one scope for both functions
         source += "\n\n" + prepare_builder.build("prepare") + "\n\n" + frozen_guard_source(entry, graph_capture=True)
     source = finish(source)
