@@ -79,8 +79,9 @@ def test_mutated_inputs_are_eagers(fn, contiguous):
 
 
 def test_optimizer_step_writes_parameters_in_place(dumped):
-    """SGD with momentum: each parameter's and momentum buffer's kernel writes over
-    it (no result copied back), and the parameters keep their storage."""
+    """SGD with momentum: one kernel per parameter (the new momentum, returned, and the
+    update that reads it: mlirc-fuse-multi-output) writes over both (no result copied
+    back), and the parameters keep their storage."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(31, 17), nn.Tanh(), nn.Linear(17, 3))
     twin = copy.deepcopy(model)
@@ -100,6 +101,7 @@ def test_optimizer_step_writes_parameters_in_place(dumped):
     assert [p.data_ptr() for p in twin.parameters()] == storage
     steady = _wrappers(dumped)[-1]
     assert steady.count("reinterpret_tensor(arg") == 8, steady  # 4 parameters, 4 momentum buffers
+    assert steady.count("kernels[") == 4, steady
     assert "empty_strided" not in steady, steady
 
 

@@ -369,8 +369,8 @@ def _scatter_rows(
     shape = list(shapes.shape_of(x))
     index_shape = list(shapes.shape_of(linear))
     updates, rest = math.prod(index_shape), math.prod(pre) * math.prod(post)
-    lead = list(range(len(pre), len(pre) + 1))  # the targets (or the updates) first, then pre, then post
-    order = lead + list(range(len(pre))) + list(range(len(pre) + 1, len(pre) + 1 + len(post)))
+    # the targets (or the updates) first, then the dims before them, then those after
+    order = [len(pre), *range(len(pre)), *range(len(pre) + 1, len(pre) + 1 + len(post))]
     rows = b.convert(x, shapes.element_type(dtype))
     rows = b.reshape(b.permute(b.reshape(rows, pre + [targets] + post), order), [targets, rest])
     values = b.broadcast(lctx.typed(node.args[2], dtype), pre + index_shape + post)
