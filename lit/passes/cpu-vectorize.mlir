@@ -329,3 +329,22 @@ func.func @kernel_bf16_bits(%a: tensor<5x64xbf16>) -> tensor<5x64xbf16> attribut
   } -> tensor<5x64xbf16>
   return %r : tensor<5x64xbf16>
 }
+
+// A generic with two results written together (mlirc-fuse-multi-output: a momentum
+// step's new state and parameter) vectorizes like one with a single result: one
+// vector length for both, each stored as a vector.
+// CHECK-LABEL: func.func @kernel_two_results
+// CHECK: %[[M:.*]] = arith.addf %{{.*}} : vector<[[W:[0-9]+]]xf32>
+// CHECK: arith.subf %{{.*}}, %{{.*}} : vector<[[W]]xf32>
+// CHECK-COUNT-2: vector.transfer_write %{{.*}} : vector<[[W]]xf32>
+func.func @kernel_two_results(%p: tensor<5x40xf32>, %g: tensor<5x40xf32>, %m: tensor<5x40xf32>) -> (tensor<5x40xf32>, tensor<5x40xf32>) attributes {mlirc.kernel} {
+  %e0 = tensor.empty() : tensor<5x40xf32>
+  %e1 = tensor.empty() : tensor<5x40xf32>
+  %r:2 = linalg.generic {indexing_maps = [#map, #map, #map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%m, %g, %p : tensor<5x40xf32>, tensor<5x40xf32>, tensor<5x40xf32>) outs(%e0, %e1 : tensor<5x40xf32>, tensor<5x40xf32>) {
+  ^bb0(%mv: f32, %gv: f32, %pv: f32, %o0: f32, %o1: f32):
+    %nm = arith.addf %mv, %gv : f32
+    %np = arith.subf %pv, %nm : f32
+    linalg.yield %nm, %np : f32, f32
+  } -> (tensor<5x40xf32>, tensor<5x40xf32>)
+  return %r#1, %r#0 : tensor<5x40xf32>, tensor<5x40xf32>
+}
