@@ -592,22 +592,26 @@ class WrapperBuilder:
         if result in self.updates and self._overwritable(op, callee, self.updates[result], dtype, k):
             return self._write_over(result, self.name(self.updates[result]), dtype)
         for index in self.overwritable_operands(callee).get(k, []):
-            name = self.names.get(op.operands[index], "")
-            root = self.root.get(name)
-            meta = self.meta.get(name)
-            if (
-                root != name
-                or name not in self.poolable
-                or name in self.moved
-                or self.aliases[name] != 1
-                or self.last_use.get(op.operands[index]) != self.index
-                or meta is None
-                or meta.dtype != dtype
-                or list(op.operands).count(op.operands[index]) != 1
-            ):
-                continue
-            return self._write_over(result, name, dtype)
+            if self._dies_here(op, index, dtype):
+                return self._write_over(result, self.names[op.operands[index]], dtype)
         return None
+
+    def _dies_here(self, op: ir.Operation, index: int, dtype: torch.dtype) -> bool:
+        """Is operand `index` a buffer this wrapper allocated, of `dtype`, that no view
+        shares and nothing reads after `op` (which reads it once)?"""
+        value = op.operands[index]
+        name = self.names.get(value, "")
+        meta = self.meta.get(name)
+        return (
+            self.root.get(name) == name
+            and name in self.poolable
+            and name not in self.moved
+            and self.aliases[name] == 1
+            and self.last_use.get(value) == self.index
+            and meta is not None
+            and meta.dtype == dtype
+            and list(op.operands).count(value) == 1
+        )
 
     def _destination(self, op: ir.Operation, logical: dict) -> str:
         """An in-place kernel's result buffer, holding its first operand: that operand's
@@ -615,17 +619,7 @@ class WrapperBuilder:
         else a copy of it."""
         result, name = op.results[0], self.name(op.operands[0])
         dtype = _dtype(result.type, logical.get(result))
-        meta = self.meta.get(name)
-        if (
-            self.root.get(name) == name
-            and name in self.poolable
-            and name not in self.moved
-            and self.aliases[name] == 1
-            and self.last_use.get(op.operands[0]) == self.index
-            and meta is not None
-            and meta.dtype == dtype
-            and list(op.operands).count(op.operands[0]) == 1
-        ):
+        if self._dies_here(op, 0, dtype):
             return self._write_over(result, name, dtype)
         out = self.allocate(result, logical)
         self.lines.append(f"    {out}.copy_({name})")

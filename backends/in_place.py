@@ -16,7 +16,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.passes.linalg_utils import RESHAPES
+from mlirc.passes.linalg_utils import RESHAPES, through_reshapes
 
 _ALLOWED = frozenset(
     {"arith.constant", "tensor.expand_shape", "tensor.collapse_shape", "tensor.empty", "linalg.generic", "func.return"}
@@ -42,24 +42,18 @@ def in_place_operands(kernel: func.FuncOp) -> dict[int, list[int]]:
     args = list(kernel.entry_block.arguments)
     readable = []
     for operand, amap in zip(list(generic.operands)[: len(generic.operands) - outputs], maps, strict=False):
-        source = _through_reshapes(operand)
+        source = through_reshapes(operand)
         if source in args and amap == out_map and _read_in_place(source, generic, maps, out_map):
             readable.append((args.index(source), operand.type))
     found: dict[int, list[int]] = {}
     for k, returned in enumerate(body[-1].operands):
-        result = _through_reshapes(returned)
+        result = through_reshapes(returned)
         if result.owner != generic:
             continue
         matches = sorted({i for i, t in readable if t == result.type})
         if matches:
             found[k] = matches
     return found
-
-
-def _through_reshapes(value: ir.Value) -> ir.Value:
-    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in RESHAPES:
-        value = value.owner.operation.operands[0]
-    return value
 
 
 def _read_in_place(value: ir.Value, generic: ir.Operation, maps: list, out_map: ir.AffineMap) -> bool:

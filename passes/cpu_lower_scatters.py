@@ -24,13 +24,12 @@ from mlir.dialects import arith, func, memref, scf
 
 from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR
 from mlirc.errors import PipelineError
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.linalg_utils import scatter_arguments, scatter_of
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-cpu-lower-scatters"
 # Columns per chunk: the unit a thread takes, and a run long enough to vectorize.
 CHUNK = 64
-RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
 
 
 class _Constants:
@@ -47,38 +46,15 @@ class _Constants:
         return self.made[value]
 
 
-def _scatter_of(kernel: func.FuncOp) -> ir.Operation | None:
-    found = [op for op in nested_ops(kernel.operation) if op.name == "mlirc.scatter_add"]
-    return found[0] if found else None
-
-
-def _operand_types(kernel: func.FuncOp, scatter: ir.Operation) -> list[ir.Type]:
+def _operand_types(kernel: func.FuncOp, scatter: ir.Operation, positions: list[int]) -> list[ir.Type]:
     """Each argument's memref type: the scatter operand it is (through reshapes)."""
-    name = kernel.sym_name.value
-    args = list(kernel.entry_block.arguments)
-    types = [ir.RankedTensorType(a.type) for a in args]
-    for operand in scatter.operands:
-        source = operand
-        while not isinstance(source.owner, ir.Block) and source.owner.operation.name in RESHAPES:
-            source = source.owner.operation.operands[0]
-        if source not in args:
-            raise PipelineError(NAME, f"{name}: a scatter operand that is not an argument (reshaped at most)")
-        types[args.index(source)] = ir.RankedTensorType(operand.type)
+    types = [ir.RankedTensorType(a.type) for a in kernel.entry_block.arguments]
+    for operand, position in zip(scatter.operands, positions, strict=True):
+        types[position] = ir.RankedTensorType(operand.type)
     if any(not t.has_static_shape for t in types):
+        name = kernel.sym_name.value
         raise PipelineError(NAME, f"{name}: a scatter of run-time sizes (its sizes are bound before this stage)")
     return [ir.MemRefType.get(t.shape, t.element_type) for t in types]
-
-
-def _positions(kernel: func.FuncOp, scatter: ir.Operation) -> list[int]:
-    """The argument each scatter operand reads."""
-    args = list(kernel.entry_block.arguments)
-    out = []
-    for operand in scatter.operands:
-        source = operand
-        while not isinstance(source.owner, ir.Block):
-            source = source.owner.operation.operands[0]
-        out.append(args.index(source))
-    return out
 
 
 def _add(a: ir.Value, b: ir.Value) -> ir.Value:
@@ -118,9 +94,13 @@ def _emit(out: ir.Value, index: ir.Value, src: ir.Value, _index: _Constants) -> 
 def lower_scatter_kernel(kernel: func.FuncOp) -> None:
     """Rewrite `kernel` (its body one scatter) as a function on memrefs: its
     arguments, then its result's buffer, as the host calls it."""
-    scatter = _scatter_of(kernel)
-    arg_types = _operand_types(kernel, scatter)
-    positions = _positions(kernel, scatter)
+    scatter = scatter_of(kernel)
+    positions = scatter_arguments(kernel, scatter)
+    if positions is None:
+        raise PipelineError(
+            NAME, f"{kernel.sym_name.value}: a scatter operand that is not an argument (reshaped at most)"
+        )
+    arg_types = _operand_types(kernel, scatter, positions)
     result = ir.RankedTensorType(scatter.results[0].type)
     out_type = ir.MemRefType.get(result.shape, result.element_type)
     with ir.InsertionPoint(kernel), kernel.location:
@@ -139,5 +119,5 @@ def lower_scatter_kernel(kernel: func.FuncOp) -> None:
 @register_pass(NAME, "CPU: scatter kernels (mlirc.scatter_add) as loops adding into their result's rows")
 def cpu_lower_scatters(module: ir.Operation) -> None:
     for op in list(module.regions[0].blocks[0].operations):
-        if isinstance(op, func.FuncOp) and not op.is_external and _scatter_of(op) is not None:
+        if isinstance(op, func.FuncOp) and not op.is_external and scatter_of(op) is not None:
             lower_scatter_kernel(op)

@@ -48,11 +48,11 @@ from mlirc.passes.gpu_matmul_tt import (
     plan_matmul,
 )
 from mlirc.passes.gpu_row_loops import emit_row_loops
-from mlirc.passes.gpu_scatter_tt import ScatterPlan, emit_scatter, plan_scatter, scatter_op
+from mlirc.passes.gpu_scatter_tt import ScatterPlan, emit_scatter, plan_scatter
 from mlirc.passes.gpu_sizes import KernelSizes, is_static
 from mlirc.passes.gpu_tile_plans import I32_LIMIT, Memory, TilePlan, plan_rows, plan_tiles, row_major
 from mlirc.passes.gpu_tiles import PASS, Tiled, TileEmitter, _fail, scalar_constant
-from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill
+from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill, scatter_of
 from mlirc.passes.registry import register_pass
 
 # a GEMM kernel's tiles, set by mlirc-gpu-matmul or by hand: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages
@@ -237,7 +237,7 @@ def _ttir_module(top: ir.Block, name: str) -> ir.Block:
 
 def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
     name = kernel.sym_name.value
-    scatter = scatter_op(kernel)
+    scatter = scatter_of(kernel)
     if scatter is not None:
         _lower_scatter(kernel, scatter, top)
         return

@@ -19,6 +19,7 @@ from mlir.dialects import func
 
 from mlirc.dialects import tt
 from mlirc.passes.gpu_tiles import _fail
+from mlirc.passes.linalg_utils import scatter_arguments
 
 CMPI_SLT = 2
 FADD, ADD = 5, 4  # tt.RMWOp
@@ -46,22 +47,6 @@ def plan_scatter(updates: int, columns: int) -> ScatterPlan:
     block_k = min(max(TILE_ELEMENTS // block_r, 1), _pow2_at_least(updates))
     grid = [-(-updates // block_k), -(-columns // block_r), 1]
     return ScatterPlan(grid, 4, block_k, block_r)
-
-
-def scatter_op(kernel: func.FuncOp) -> ir.Operation | None:
-    found = [op.operation for op in kernel.entry_block.operations if op.operation.name == "mlirc.scatter_add"]
-    return found[0] if found else None
-
-
-def _source_arg(kernel: func.FuncOp, value: ir.Value) -> int:
-    """The argument `value` reads, through reshapes (row-major: the same memory)."""
-    args = list(kernel.entry_block.arguments)
-    while not isinstance(value.owner, ir.Block):
-        op = value.owner.operation
-        if op.name not in ("tensor.collapse_shape", "tensor.expand_shape"):
-            raise _fail(kernel.sym_name.value, "a scatter operand that is not an argument (reshaped at most)")
-        value = op.operands[0]
-    return args.index(value)
 
 
 class _Builder:
@@ -99,8 +84,10 @@ def emit_scatter(kernel: func.FuncOp, scatter: ir.Operation, plan: ScatterPlan, 
     kernel's arguments, then its result."""
     targets, columns = tt.shape_of(scatter.results[0])
     updates = tt.shape_of(scatter.operands[1])[0]
-    index_ptr = pointers[_source_arg(kernel, scatter.operands[1])]
-    src_ptr, out_ptr = pointers[_source_arg(kernel, scatter.operands[2])], pointers[-1]
+    positions = scatter_arguments(kernel, scatter)
+    if positions is None:
+        raise _fail(kernel.sym_name.value, "a scatter operand that is not an argument (reshaped at most)")
+    index_ptr, src_ptr, out_ptr = pointers[positions[1]], pointers[positions[2]], pointers[-1]
     bld, shape = _Builder(), [plan.block_k, plan.block_r]
     ks, rs = bld.lanes(0, plan.block_k), bld.lanes(1, plan.block_r)
     k_ok = bld.less(ks, bld.const(updates, bld.i64, [plan.block_k]))

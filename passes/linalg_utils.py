@@ -16,6 +16,27 @@ VIEWS = RESHAPES | {"tensor.extract_slice"}
 KERNEL_PLUMBING = frozenset({"arith.constant", "tensor.empty", "linalg.fill", "linalg.generic", "func.return"})
 
 
+def through_reshapes(value: ir.Value) -> ir.Value:
+    """The value `value` reshapes (through any chain of RESHAPES): the same memory."""
+    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in RESHAPES:
+        value = value.owner.operation.operands[0]
+    return value
+
+
+def scatter_of(kernel: ir.OpView) -> ir.Operation | None:
+    """A scatter kernel's mlirc.scatter_add (mlirc-form-kernels: its root), or None."""
+    found = [op.operation for op in kernel.entry_block.operations if op.operation.name == "mlirc.scatter_add"]
+    return found[0] if found else None
+
+
+def scatter_arguments(kernel: ir.OpView, scatter: ir.Operation) -> list[int] | None:
+    """The kernel argument each of the scatter's operands reads (reshaped at most),
+    or None where one is computed in the kernel."""
+    args = list(kernel.entry_block.arguments)
+    sources = [through_reshapes(v) for v in scatter.operands]
+    return [args.index(v) for v in sources] if all(v in args for v in sources) else None
+
+
 def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
     """A linalg op's indexing maps, operands in order."""
     return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
