@@ -8,7 +8,9 @@ reading the argument (possibly reshaped, which keeps the row-major order) at exa
 the element it writes -- through its results' own map, a permutation (channels-last
 kernels loop in NCHW order over NHWC buffers) -- with the result's element type.  A
 generic with several results (mlirc-fuse-multi-output) writes them all at that
-element, so each may take over an argument of its own type.
+element, so each may take over an argument of its own type.  A group's member
+(mlirc-group-kernels) may, where no other member reads that argument: the members
+run at once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import func
 
+from mlirc.dialects.attributes import GROUP_ATTR
+from mlirc.passes.ir_utils import callee, functions
 from mlirc.passes.linalg_utils import RESHAPES, through_reshapes
 
 _ALLOWED = frozenset(
@@ -27,6 +31,8 @@ def in_place_operands(kernel: func.FuncOp) -> dict[int, list[int]]:
     """{kernel result index: the argument indices it may overwrite}."""
     if not len(kernel.regions[0].blocks):  # a declaration
         return {}
+    if GROUP_ATTR in kernel.attributes:
+        return _group_in_place(kernel)
     body = [op.operation for op in kernel.entry_block.operations]
     generics = [op for op in body if op.name == "linalg.generic"]
     if len(generics) != 1 or any(op.name not in _ALLOWED for op in body):
@@ -69,3 +75,23 @@ def _read_in_place(value: ir.Value, generic: ir.Operation, maps: list, out_map: 
         elif user != generic or use.operand_number >= inputs or maps[use.operand_number] != out_map:
             return False
     return True
+
+
+def _group_in_place(group: func.FuncOp) -> dict[int, list[int]]:
+    """Each member's answer in the group's numbering, less the arguments that another
+    member reads too (it may run before or after the write, or during it)."""
+    kernels = functions(group.operation.parent.regions[0].blocks[0])
+    args = list(group.entry_block.arguments)
+    ops = [op.operation for op in group.entry_block.operations]
+    calls, returned = ops[:-1], list(ops[-1].operands)
+    readers: dict[ir.Value, int] = {}
+    for call in calls:
+        for v in dict.fromkeys(call.operands):
+            readers[v] = readers.get(v, 0) + 1
+    found: dict[int, list[int]] = {}
+    for call in calls:
+        for j, indices in in_place_operands(kernels[callee(call)]).items():
+            mine = sorted({args.index(call.operands[i]) for i in indices if readers[call.operands[i]] == 1})
+            if mine:
+                found[returned.index(call.results[j])] = mine
+    return found

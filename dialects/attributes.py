@@ -9,6 +9,8 @@ ENTRY_ATTR = "mlirc.entry"  # the graph's host-side function
 KERNEL_ATTR = "mlirc.kernel"  # a kernel the entry calls
 # on a kernel: its result is its first argument's buffer, updated in place (a scatter)
 IN_PLACE_ATTR = "mlirc.in_place"
+# a kernel calling independent kernels, launched as one (mlirc-group-kernels)
+GROUP_ATTR = "mlirc.group"
 LIBRARY_ATTR = "mlirc.library"  # a kernel that is a library call (torch.mm, conv2d, ...): its name
 LIBRARY_ARGS_ATTR = "mlirc.library_args"  # the library op's attributes (stride, padding, ...)
 CHECKS_ATTR = "mlirc.checks"  # on the entry: the run-time checks' messages, one per flag result

@@ -43,6 +43,21 @@ def ptr_type(element: ir.Type) -> ir.Type:
     return ir.Type.parse(f"!tt.ptr<{element}>")
 
 
+def pointer_to(value: ir.Value) -> ir.Type:
+    """The pointer a kernel takes for a buffer of `value`'s element type."""
+    element = element_of(value)
+    if isinstance(element, ir.IntegerType) and ir.IntegerType(element).width == 1:
+        element = ir.IntegerType.get_signless(8)  # torch.bool is a byte
+    return ptr_type(element)
+
+
+def nested_module(top: ir.Block, name: str) -> ir.Block:
+    """The body of a new module `name` at the end of `top` (a kernel's TTIR)."""
+    with ir.InsertionPoint(top):
+        module_op = create("builtin.module", [], [], {"sym_name": ir.StringAttr.get(name)}, regions=1)
+    return module_op.regions[0].blocks.append()
+
+
 def tensor_type(shape: Sequence[int], element: ir.Type) -> ir.Type:
     return ir.RankedTensorType.get(list(shape), element) if shape else element
 

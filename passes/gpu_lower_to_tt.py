@@ -30,6 +30,7 @@ from mlirc.dialects import tt
 from mlirc.dialects.attributes import (
     GRID_ATTR,
     GRID_SIZE_ATTR,
+    GROUP_ATTR,
     KERNEL_ATTR,
     LIBRARY_ATTR,
     ROWS_ATTR,
@@ -39,6 +40,7 @@ from mlirc.dialects.attributes import (
     TTIR_ATTR,
     WARPS_ATTR,
 )
+from mlirc.passes.gpu_group_tt import lower_group
 from mlirc.passes.gpu_matmul_tt import (
     Contraction,
     MatmulEmitter,
@@ -56,13 +58,6 @@ from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill,
 from mlirc.passes.registry import register_pass
 
 # a GEMM kernel's tiles, set by mlirc-gpu-matmul or by hand: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages
-
-
-def _pointer_type(value: ir.Value) -> ir.Type:
-    element = tt.element_of(value)
-    if isinstance(element, ir.IntegerType) and ir.IntegerType(element).width == 1:
-        element = ir.IntegerType.get_signless(8)  # torch.bool is a byte
-    return tt.ptr_type(element)
 
 
 def _outer_scalars(kernel: str, ops: list[ir.Operation], emitter_scalars: dict) -> None:
@@ -219,20 +214,13 @@ def _lower_scatter(kernel: func.FuncOp, scatter: ir.Operation, top: ir.Block) ->
         raise _fail(name, "a scatter of run-time sizes (its sizes are bound before this stage)")
     updates, columns = tt.shape_of(scatter.operands[2])
     plan = plan_scatter(updates, columns)
-    module_block = _ttir_module(top, name)
+    module_block = tt.nested_module(top, f"{name}_ttir")
     with ir.InsertionPoint(module_block):
-        _, entry = tt.func(name, [_pointer_type(v) for v in [*args, *results]], aligned=True)
+        _, entry = tt.func(name, [tt.pointer_to(v) for v in [*args, *results]], aligned=True)
     with ir.InsertionPoint(entry):
         emit_scatter(kernel, scatter, plan, list(entry.arguments))
         tt.ret()
     _declare(kernel, plan, f"{name}_ttir", sizes)
-
-
-def _ttir_module(top: ir.Block, name: str) -> ir.Block:
-    with ir.InsertionPoint(top):
-        attrs = {"sym_name": ir.StringAttr.get(f"{name}_ttir")}
-        module_op = tt.create("builtin.module", [], [], attrs, regions=1)
-    return module_op.regions[0].blocks.append()
 
 
 def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
@@ -252,10 +240,10 @@ def lower_kernel(kernel: func.FuncOp, top: ir.Block) -> None:
     tensors = [v for op in ops for v in [*op.operands, *op.results] if isinstance(v.type, ir.ShapedType)]
     wide = sizes.dynamic or max([math.prod(tt.shape_of(v)) for v in tensors] + [1]) >= I32_LIMIT
     plan = _plan(kernel, shape, sizes, wide)
-    module_block = _ttir_module(top, name)
+    module_block = tt.nested_module(top, f"{name}_ttir")
     i64 = ir.IntegerType.get_signless(64)
     # an index argument (a size the host computed) is an i64 scalar, in its place
-    pointers = [i64 if isinstance(v.type, ir.IndexType) else _pointer_type(v) for v in [*args, *results]]
+    pointers = [i64 if isinstance(v.type, ir.IndexType) else tt.pointer_to(v) for v in [*args, *results]]
     with ir.InsertionPoint(module_block):
         _, entry = tt.func(name, [*pointers, *[i64] * len(sizes.arguments)], aligned=True)
     with ir.InsertionPoint(entry):
@@ -316,6 +304,7 @@ def _is_generated_kernel(op: ir.OpView) -> bool:
         isinstance(op, func.FuncOp)
         and KERNEL_ATTR in op.attributes
         and LIBRARY_ATTR not in op.attributes
+        and GROUP_ATTR not in op.attributes
         and len(op.regions[0].blocks) > 0
     )
 
@@ -326,3 +315,8 @@ def gpu_lower_to_tt(module: ir.Operation) -> None:
     for op in list(top.operations):
         if _is_generated_kernel(op):
             lower_kernel(op, top)
+    # its members lowered, a group joins their tt.funcs (and erases them: listed first)
+    groups = [op for op in top.operations if isinstance(op, func.FuncOp) and GROUP_ATTR in op.attributes]
+    for group in groups:
+        if len(group.regions[0].blocks):
+            lower_group(group, top)

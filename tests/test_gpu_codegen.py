@@ -67,6 +67,11 @@ CASES = {
     ),
     # an optimizer's step: the new state returned and read by the update (mlirc-fuse-multi-output)
     "momentum_step": (lambda p, g, m: (lambda m2: (p - 0.01 * m2, m2))(m * 0.9 + g), [(7, 33), (7, 33), (7, 33)]),
+    # two parameters' updates, independent: one group kernel (mlirc-group-kernels)
+    "independent_updates": (
+        lambda p, g, q, h: (p - 0.1 * g, q * 0.9 + h.abs().sqrt()),
+        [(7, 33), (7, 33), (1031,), (1031,)],
+    ),
     # an accumulating index_put too large for the dense match: atomics (gpu_scatter_tt)
     "index_put_accumulate": (lambda x, i, v: torch.index_put(x * 2, (i,), v, accumulate=True), "scatter_rows"),
     # a language model's loss on shifted labels, forward and backward: the kernels read
@@ -125,6 +130,8 @@ def test_ttir_compiles_for_sm90(case, tmp_path, monkeypatch):
         assert 1 <= len(kernels) <= generated  # row groups fuse several into one
         if case in FUSED_ROWS:
             assert len(kernels) == 1, [k.name for k in kernels]
+        if case == "independent_updates":
+            assert [k.name for k in kernels] == ["group_0"], [k.name for k in kernels]
         ptx = []
         for kernel in kernels:
             compiled = compile_ttir(kernel, SM90)
