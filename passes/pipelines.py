@@ -19,6 +19,7 @@ from mlirc.passes import (  # noqa: F401
     bind_sizes,
     channels_last,
     cpu_drop_host,
+    cpu_flatten_elementwise,
     cpu_fuse_rows,
     cpu_isolate_frozen,
     cpu_lower_scatters,
@@ -140,6 +141,7 @@ CPU_TO_LLVM = [
 CPU = [
     "mlirc-cpu-drop-host",
     "mlirc-cpu-lower-scatters",
+    "mlirc-cpu-flatten-elementwise",
     "mlirc-cpu-vectorize",
     "mlirc-cpu-masked-reductions",
     "mlirc-cpu-vector-math",
@@ -196,6 +198,7 @@ register_pipeline(
     [
         "mlirc-cpu-drop-host",
         "mlirc-cpu-lower-scatters",
+        "mlirc-cpu-flatten-elementwise",
         "mlirc-cpu-vectorize",
         "mlirc-cpu-masked-reductions",
         *CPU_BUFFERIZE,
