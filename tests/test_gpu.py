@@ -164,9 +164,12 @@ def test_large_scatters(name, dtype):
         return  # a float op
     x, v = x.to(dtype), v.to(dtype)
     # atomics add in no fixed order (eager's CUDA index_put sorts the updates first);
-    # bfloat16 sums in float32 as eager's do, rounded once
+    # bfloat16 index_put sums in float32 as eager's does, rounded once, but eager's
+    # scatter_add rounds after each of a row's ~7 atomic adds, in no fixed order
+    # either: two such sums of magnitude ~50 lie a few bfloat16 ulps (0.25) apart
     tol = {torch.float32: 1e-4, torch.bfloat16: 1e-2}.get(dtype, 0)
-    compile_and_compare(SCATTERS[name], x, index, v, rtol=tol, atol=tol * 100)
+    atol = 3.0 if dtype == torch.bfloat16 and name == "scatter_add" else tol * 100
+    compile_and_compare(SCATTERS[name], x, index, v, rtol=tol, atol=atol)
 
 
 def test_transformer_layer():
