@@ -411,8 +411,16 @@ class WrapperBuilder:
         return layouts.decode_eager(self.entry.attributes, count)
 
     def build(self, function_name: str = "call") -> str:
+        """`<function_name>_list(args)`, which takes its arguments as one list and
+        empties it (AOTAutograd's boxed convention): an argument the body no longer
+        reads -- a saved activation in a backward -- is freed there, not when the
+        call returns.  `<function_name>(*args)` calls it for everyone else."""
         args = [self.fresh(a, "arg") for a in self.entry.entry_block.arguments]
-        self.lines.append(f"def {function_name}({', '.join(args)}):")
+        self.lines += [f"def {function_name}(*args):", f"    return {function_name}_list(list(args))", ""]
+        self.lines.append(f"def {function_name}_list(args):")
+        if args:
+            self.lines.append(f"    {', '.join(args)}{',' if len(args) == 1 else ''} = args")
+        self.lines.append("    args.clear()")
         arg_layouts = layouts.decode(self.entry.attributes, ARG_LAYOUTS_ATTR, len(args))
         for a, value, layout in zip(args, self.entry.entry_block.arguments, arg_layouts, strict=True):
             if not isinstance(value.type, ir.RankedTensorType):  # a size (an int), passed as it is
@@ -476,7 +484,7 @@ class WrapperBuilder:
         dead = []
         for v in dict.fromkeys(op.operands):
             name = self.names.get(v, "")
-            if last_use.get(v) != index or name.startswith("arg") or name not in self.root:
+            if last_use.get(v) != index or name not in self.root:
                 continue
             root = self.root[name]
             if name != root:

@@ -268,7 +268,8 @@ def every_size_source(
     whether a call's sizes hold the entry's size assertions."""
     lines = source.split("\n")
     defs = builder.definitions(sources)
-    body = "\n".join([lines[0], *defs, *lines[1:]])
+    start = lines.index("    args.clear()") + 1  # the arguments unpacked (host_wrapper's build)
+    body = "\n".join([*lines[:start], *defs, *lines[start:]])
     args = ", ".join(f"arg{i}" for i in range(placeholders))
     fits = " and ".join(builder.assertions) or "True"
     return body + f"\n\ndef fits({args}):\n" + "\n".join([*defs, f"    return {fits}"]) + "\n"

@@ -161,7 +161,34 @@ def compile_fx_graph(
         ]  # fmt: skip
         fn = CudaGraphed(fn, static)
     fn = _cpu_scalars_to(device, fn, example_inputs)  # outside the graph: a copy from the host
-    return make_boxed_func(fn)
+    return _boxed(fn)
+
+
+def _boxed(fn: Callable) -> Callable:
+    """AOTAutograd's boxed function: the argument list goes to the wrapper, which
+    empties it and drops each argument after its last use (a backward frees the
+    activations it has read as it goes, as Inductor's does); through
+    make_boxed_func where some layer (a CUDA graph, lifted constants) keeps them."""
+    call_list = getattr(fn, "call_list", None)
+    if call_list is None:
+        return make_boxed_func(fn)
+
+    def boxed(args: list) -> Any:
+        return call_list(args)
+
+    boxed._boxed_call = True  # type: ignore[attr-defined]
+    return boxed
+
+
+def _first_result(call: Callable) -> Callable:
+    """A one-result graph's call (the wrapper returns a tuple)."""
+
+    def first(*args: Any) -> Any:
+        return call(*args)[0]
+
+    if hasattr(call, "call_list"):
+        first.call_list = lambda args: call.call_list(args)[0]  # type: ignore[attr-defined]
+    return first
 
 
 def _static_inputs() -> list[int]:
@@ -331,7 +358,7 @@ def _compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], autotun
     if not unsupported:
         call = _try_compile(gm, device, autotune)
         if call is not None:
-            return call if not _output_is_single(gm) else (lambda *a: call(*a)[0])
+            return call if not _output_is_single(gm) else _first_result(call)
         return gm
     for node, reason in unsupported:
         op = str(node.target)

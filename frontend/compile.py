@@ -133,6 +133,13 @@ def _with_none_outputs(call: Callable, is_none: list[bool]) -> Callable:
         tensors = iter(call(*args))
         return tuple(None if none else next(tensors) for none in is_none)
 
+    if hasattr(call, "call_list"):
+
+        def wrapped_list(args: list) -> tuple:
+            tensors = iter(call.call_list(args))
+            return tuple(None if none else next(tensors) for none in is_none)
+
+        wrapped.call_list = wrapped_list  # type: ignore[attr-defined]
     return wrapped
 
 

@@ -80,7 +80,7 @@ def test_batch_norm_factors_are_computed_once(tmp_path):
     with_rsqrt = [k.split("(")[0] for k in kernels if "math.rsqrt" in k]
     assert len(with_rsqrt) == 2, with_rsqrt
     (wrapper,) = tmp_path.glob("*.wrapper.py")
-    prepare = wrapper.read_text().split("def prepare")[1].split("\ndef ")[0]
+    prepare = wrapper.read_text().split("def prepare_list(args)")[1].split("\ndef ")[0]
     per_call = wrapper.read_text().replace(prepare, "")
     for name in with_rsqrt:
         assert f"kernels[{name!r}]" in prepare and f"kernels[{name!r}]" not in per_call, name

@@ -355,3 +355,41 @@ def test_ddp_gloo_two_processes_match_eager():
     for _, (want, have), fallback, regions in got:
         torch.testing.assert_close(have, want, rtol=1e-5, atol=1e-6)
         assert fallback == 0 and regions >= 3, (fallback, regions)  # a region per bucket, forward and backward
+
+
+def test_backward_frees_saved_activations_as_it_reads_them(dumped):
+    """The backward takes AOTAutograd's argument list and empties it (the boxed
+    convention, as Inductor's): a saved activation is dropped after the last kernel
+    that reads it, so the backward's peak does not hold every activation at once."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(31, 64), nn.ReLU(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 3))
+    twin = copy.deepcopy(model)
+    compiled = torch.compile(twin, backend="mlirc")
+    x = torch.randn(8, 31)
+    compiled(x).square().sum().backward()
+    model(x).square().sum().backward()
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-5, atol=1e-6)
+    regions = sorted(dumped.glob("*.wrapper.py"), key=lambda p: int(p.name.split(".")[0].removeprefix("region")))
+    backward = regions[-1].read_text()
+    body = backward.split("def call_list(args):\n", 1)[1].splitlines()
+    assert body[1] == "    args.clear()", backward
+    deleted = [line for line in body if line.startswith("    del ") and "arg" in line]
+    last_kernel = max(i for i, line in enumerate(body) if "kernels[" in line or "torch.mm" in line)
+    # the saved tanh and relu outputs go before the last weight gradient's GEMM
+    assert len(deleted) >= 2 and body.index(deleted[0]) < last_kernel, backward
+
+
+def test_boxed_call_empties_the_list():
+    """What AOTAutograd calls: the list it passes is emptied by the call."""
+    from mlirc.frontend.backend import _boxed
+
+    calls = []
+
+    def fn(*args):
+        return args
+
+    fn.call_list = lambda args: (calls.append(len(args)), args.clear(), (1,))[-1]
+    boxed = _boxed(fn)
+    args = [torch.ones(2), torch.ones(3)]
+    assert boxed._boxed_call and boxed(args) == (1,) and args == [] and calls == [2]

@@ -119,6 +119,8 @@ def build_wrapper(
         scope["prepared"] = PreparedCache(scope["prepare"])
     call = scope["call"]
     call._mlirc_engine = compiled  # keep the JIT'd code alive with the wrapper
+    if "call_list" in scope:  # the arguments as one list, emptied (host_wrapper's build)
+        call.call_list = scope["call_list"]
     return call, source, scope
 
 

@@ -110,9 +110,10 @@ def aligned(x: torch.Tensor) -> torch.Tensor:
     return x if not x.data_ptr() % tt.ALIGNMENT else x.clone(memory_format=torch.contiguous_format)
 
 
-def _on_device(call: Callable, index: int) -> Callable:
+def _on_device(call: Callable, index: int, call_list: Callable | None = None) -> Callable:
     """Allocation and launches go to the current device: switch to the graph's
-    device for a call made while another one is current."""
+    device for a call made while another one is current.  `call_list`: the same
+    taking one list it empties (host_wrapper's build), kept as `.call_list`."""
     get_device = torch._C._cuda_getDevice
 
     def call_on_device(*args: torch.Tensor) -> tuple:
@@ -121,6 +122,14 @@ def _on_device(call: Callable, index: int) -> Callable:
         with torch.cuda.device(index):
             return call(*args)
 
+    def list_on_device(args: list) -> tuple:
+        if get_device() == index:
+            return call_list(args)
+        with torch.cuda.device(index):
+            return call_list(args)
+
+    if call_list is not None:
+        call_on_device.call_list = list_on_device  # type: ignore[attr-defined]
     return call_on_device
 
 
@@ -199,4 +208,4 @@ def build_wrapper(
     exec(compile(source, "<mlirc-gpu-wrapper>", "exec"), scope)  # noqa: S102 - generated host code
     if prepare is not None:
         scope["prepared"] = PreparedCache(scope["prepare"])
-    return _on_device(scope["call"], index), source, scope
+    return _on_device(scope["call"], index, scope.get("call_list")), source, scope
