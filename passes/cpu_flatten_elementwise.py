@@ -12,22 +12,17 @@ gathers and index-dependent bodies keep their loops.
 
 from __future__ import annotations
 
-from mlir import ir, passmanager
+from mlir import ir
 
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import nested_ops, run_transform
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-cpu-flatten-elementwise"
 MARK = "mlirc.flatten"
-_SCRIPT = f"""
-module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}}) {{
-    %ops = transform.structured.match attributes{{{MARK}}} in %root : (!transform.any_op) -> !transform.any_op
-    %flat = transform.structured.flatten_elementwise %ops : (!transform.any_op) -> !transform.any_op
-    transform.yield
-  }}
-}}
-"""
+_LINES = [
+    f"%ops = transform.structured.match attributes{{{MARK}}} in %root : (!transform.any_op) -> !transform.any_op",
+    "%flat = transform.structured.flatten_elementwise %ops : (!transform.any_op) -> !transform.any_op",
+]
 
 
 def flattenable(op: ir.Operation) -> bool:
@@ -69,13 +64,7 @@ def cpu_flatten_elementwise(module: ir.Operation) -> None:
     for op in marked:
         op.attributes[MARK] = ir.UnitAttr.get()
         _own_inits(op)
-    body = module.regions[0].blocks[0]
-    with module.context, ir.Location.unknown():
-        script = ir.Module.parse(_SCRIPT).operation.clone(ir.InsertionPoint(body))
-    try:
-        passmanager.PassManager.parse("builtin.module(transform-interpreter,canonicalize)").run(module)
-    finally:
-        script.erase()
+    run_transform(module, _LINES)
     for op in nested_ops(module):
         if MARK in op.attributes:
             del op.attributes[MARK]

@@ -8,7 +8,9 @@ on the host.  Here a run of such calls, none reading another's result, becomes a
 call to a group function (`mlirc.group`, a kernel too): its body calls the members
 in order and returns all their results; its arguments are the members' operands, each
 once.  The GPU lowering (mlirc-gpu-lower-to-tt) makes one tt.func of it, each program
-running one member's program; the host wrapper launches it once.
+running one member's program; the host wrapper launches it once.  The CPU pipeline
+does not group: there a group would be host code calling kernels, which
+bufferization turns into temporaries and copies for its members' results.
 
 What joins a group: a call of a generated kernel (not a library call, not a scatter
 updating its first operand in place, not a copy mlirc-bind-sizes made) of static
