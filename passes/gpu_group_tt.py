@@ -20,7 +20,7 @@ from mlir.dialects import func
 from mlirc.dialects import tt
 from mlirc.dialects.attributes import GRID_ATTR, SIZE_ARGS_ATTR, STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
 from mlirc.passes.gpu_tiles import _fail
-from mlirc.passes.ir_utils import callee, nested_ops, remap_operands
+from mlirc.passes.ir_utils import callee, declaration_of, nested_ops, remap_operands
 
 CMPI_SLT, CMPI_SGE = 2, 5
 I32_PROGRAMS = 2**31 - 1  # a grid's x extent
@@ -158,13 +158,8 @@ def _called(top: ir.Block) -> set[str]:
 
 
 def _declare_group(group: func.FuncOp, programs: int, warps: int) -> None:
-    name = group.sym_name.value
-    with ir.InsertionPoint(group):
-        decl = func.FuncOp(name, group.type, visibility="private")
-    for attr in group.attributes:
-        if attr not in ("sym_name", "function_type", "sym_visibility"):
-            decl.attributes[attr] = group.attributes[attr]
-    decl.attributes[TTIR_ATTR] = ir.StringAttr.get(f"{name}_ttir")
+    decl = declaration_of(group)
+    decl.attributes[TTIR_ATTR] = ir.StringAttr.get(f"{group.sym_name.value}_ttir")
     decl.attributes[GRID_ATTR] = ir.DenseI64ArrayAttr.get([programs, 1, 1])
     decl.attributes[WARPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), warps)
     group.erase()

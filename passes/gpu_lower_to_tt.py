@@ -54,6 +54,7 @@ from mlirc.passes.gpu_scatter_tt import ScatterPlan, emit_scatter, plan_scatter
 from mlirc.passes.gpu_sizes import KernelSizes, is_static
 from mlirc.passes.gpu_tile_plans import I32_LIMIT, Memory, TilePlan, plan_rows, plan_tiles, row_major
 from mlirc.passes.gpu_tiles import PASS, Tiled, TileEmitter, _fail, scalar_constant
+from mlirc.passes.ir_utils import declaration_of
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill, scatter_of
 from mlirc.passes.registry import register_pass
 
@@ -280,11 +281,7 @@ def _emit(
 
 def _declare(kernel: func.FuncOp, plan: TilePlan | ScatterPlan, module_name: str, sizes: KernelSizes) -> None:
     """Replace `kernel` by a declaration with its launch attributes."""
-    with ir.InsertionPoint(kernel):
-        decl = func.FuncOp(kernel.sym_name.value, kernel.type, visibility="private")
-    for attr in kernel.attributes:
-        if attr not in ("sym_name", "function_type", "sym_visibility"):
-            decl.attributes[attr] = kernel.attributes[attr]
+    decl = declaration_of(kernel)
     decl.attributes[TTIR_ATTR] = ir.StringAttr.get(module_name)
     if sizes.dynamic:
         pairs = [i for pair in sizes.arguments for i in pair]

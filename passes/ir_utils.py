@@ -157,6 +157,17 @@ def fuse_calls(group: list[ir.Operation], kernels: dict[str, func.FuncOp], name:
     return fused
 
 
+def declaration_of(kernel: func.FuncOp) -> func.FuncOp:
+    """A private declaration of `kernel` with its attributes, placed before it (the
+    caller adds what it lowered the body to, then erases the kernel)."""
+    with ir.InsertionPoint(kernel):
+        decl = func.FuncOp(kernel.sym_name.value, kernel.type, visibility="private")
+    for attr in kernel.attributes:
+        if attr not in ("sym_name", "function_type", "sym_visibility"):
+            decl.attributes[attr] = kernel.attributes[attr]
+    return decl
+
+
 def erase_uncalled_kernels(top: ir.Block, kernels: dict[str, func.FuncOp]) -> None:
     """Drop the kernels no function calls any more (fusion inlined them)."""
     called = set()
