@@ -393,3 +393,25 @@ def test_boxed_call_empties_the_list():
     boxed = _boxed(fn)
     args = [torch.ones(2), torch.ones(3)]
     assert boxed._boxed_call and boxed(args) == (1,) and args == [] and calls == [2]
+
+
+@pytest.mark.parametrize("shape", [(13, 7, 3, 3), (1, 1, 1, 1), (5, 1, 7), (2, 3, 1, 17)])
+def test_weight_shaped_updates_match_eager(shape):
+    """Momentum SGD on conv-weight-shaped tensors (small trailing dims): the kernel,
+    two results written at once, runs as one flat loop (mlirc-cpu-flatten-elementwise);
+    eager's values, and a transposed gradient keeps its own loops."""
+
+    def step(p, g, m, gt):
+        m.mul_(0.9).add_(g)
+        p.add_(m, alpha=-0.01)
+        return p * gt.transpose(0, -1)
+
+    swapped = (shape[-1], *shape[1:-1], shape[0])
+    args = [torch.randn(shape), torch.randn(shape), torch.randn(shape), torch.randn(swapped)]
+    expected_args = [a.clone() for a in args]
+    expected = step(*expected_args)
+    actual = torch.compile(step, backend="mlirc")(*args)
+    torch.testing.assert_close(actual, expected)
+    for got, want in zip(args, expected_args, strict=True):
+        torch.testing.assert_close(got, want)
+    assert mlirc.stats().fallback_nodes == 0
