@@ -53,6 +53,11 @@ INT_IDENTITY = {  # width -> value
 # so did (-x).amax(1) (fuzzer graph 13302039914).  Operands of integer min/max, and of
 # the comparisons LLVM turns into min/max, are computed as `x + z` where z is %ctaid.z
 # (zero: grids are one-dimensional), which neither LLVM nor ptxas can fold away, so no
-# negation reaches the min/max.  An int32 add per operand; 64-bit and i1 are unaffected.
+# negation reaches the min/max.  An integer add per operand; i1 is unaffected.
+# 64-bit operands too: LLVM narrows a clamp of a small index (a pooling window's
+# `min(max(2 * oh + kh - 1, 0), 79)`) to 16 bits, and ptxas packed two of them into a
+# VIMNMX.S16x2 that came out wrong on the H100 from correct PTX (a channels-last max
+# pool read one row of its padded windows as padding; unshielded, 1080 of 204800
+# outputs of a [2, 64, 80, 80] pool were wrong, shielded none).
 INTEGER_MIN_MAX = frozenset({"arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"})
 SHIELDED = INTEGER_MIN_MAX | {"arith.cmpi"}

@@ -32,6 +32,7 @@ MAX_ROWS_PER_PROGRAM = 64  # rows of a reduction tile: more leave too few progra
 ELEMENTS_PER_WARP = 256  # a warp's share of a tile: 8 per thread
 MAX_WARPS = 8  # per program of a kernel with one generic
 MAX_ROW_GROUP_WARPS = 16  # per program of a row group: its whole row stays in registers
+SMALL_WINDOW = 64  # values of a gathered window (pooling) walked by each lane alone
 MAX_HELD_ROW = 8192  # elements of a row group's row held whole in registers; longer ones loop
 # A row group over longer static rows walks them in chunks, a pass per reduction
 # (passes/gpu_row_loops.py); its later passes read the rows again, from L2 if the rows
@@ -116,7 +117,9 @@ def plan_tiles(generic: ir.Operation, sizes: KernelSizes, wide: bool) -> TilePla
     else:
         size_r = math.prod(ranges[d] for d in reduction)
         inner_reduction = bool(reduction) and reduction[-1] == len(ranges) - 1
-        if inner_reduction:  # rows are contiguous: whole rows per program when they fit
+        if _gathers_windows(generic, reduction, size_r):  # a pooling window, summed lane by lane
+            block_p, block_r = max(16, _block(size_p, POINTWISE_BLOCK)), 1
+        elif inner_reduction:  # rows are contiguous: whole rows per program when they fit
             block_r = _block(size_r, TILE_ELEMENTS if is_static(size_r) else RUNTIME_ROW_BLOCK)
             block_p = max(1, min(_block(size_p, MAX_ROWS_PER_PROGRAM), TILE_ELEMENTS // block_r))
         else:  # columns: neighbouring programs read neighbouring columns
@@ -311,6 +314,25 @@ def _kept_dims(sizes: list[int], shape: list[Size]) -> list[int]:
             continue
         kept.append(i)
     return kept
+
+
+def _gathers_windows(generic: ir.Operation, reduction: list[int], size_r: Size) -> bool:
+    """A short reduction (at most SMALL_WINDOW values) that no input reads through its
+    map along the reduced dims: a pooling window, whose body gathers its values
+    (tensor.extract).  A [BLOCK_P, 16] tile held 9 of them, 7 lanes in 16 masked off,
+    64 outputs per program; one output per lane, the window walked in a loop, keeps
+    every lane busy and the gathers of neighbouring channels coalesced (channels-last)."""
+    if not is_static(size_r) or size_r > SMALL_WINDOW:
+        return False
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    inputs = ir.DenseI32ArrayAttr(generic.attributes["operandSegmentSizes"])[0]
+    body = generic.regions[0].blocks[0]
+    for arg, amap in zip(list(body.arguments)[:inputs], maps, strict=False):
+        if not any(True for _ in arg.uses):  # a window operand: only its shape counts
+            continue
+        if any(isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position in reduction for e in amap.results):
+            return False
+    return any(op.name == "tensor.extract" for op in body.operations)
 
 
 def plan_rows(generics: list[ir.Operation], rows: int, sizes: KernelSizes, wide: bool) -> TilePlan:

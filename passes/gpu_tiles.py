@@ -501,15 +501,16 @@ class TileEmitter:
     def shield(self, x: Tiled) -> Tiled:
         """x + 0 that no compiler can fold (see SHIELDED); other types as they are."""
         element = tt.element_of(x.value)
-        if not isinstance(element, ir.IntegerType) or not 1 < ir.IntegerType(element).width <= 32:
+        if not isinstance(element, ir.IntegerType) or ir.IntegerType(element).width == 1:
             return x
         if isinstance(x.value.owner, ir.OpView) and x.value.owner.name == "arith.constant":
             return x  # a constant is no negation
         if str(element) not in self.zeros:
             with ir.InsertionPoint.at_block_begin(self.entry):
                 zero = tt.program_id(2)
-                if ir.IntegerType(element).width < 32:
-                    zero = tt.one("arith.trunci", [zero], element)
+                width = ir.IntegerType(element).width
+                if width != 32:
+                    zero = tt.one("arith.trunci" if width < 32 else "arith.extsi", [zero], element)
             self.zeros[str(element)] = zero
         return self.arith("arith.addi", x, Tiled(self.zeros[str(element)], "s"))
 

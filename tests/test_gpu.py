@@ -286,6 +286,48 @@ def test_reduce_overhead_reads_parameters_in_place(caplog):
     assert mlirc.stats().failed_regions == 0
 
 
+POOLS = {
+    "3x3_s2_p1": lambda x: F.max_pool2d(x, 3, 2, 1),
+    "2x2": lambda x: F.max_pool2d(x, 2),
+    "ceil_dilated": lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True),
+    "relu_then_pool": lambda x: F.max_pool2d(torch.relu(x * 2 - 1), (3, 2), (1, 2)),
+    "avg_3x3": lambda x: F.avg_pool2d(x, 3, 2, 1),
+    "1d": lambda x: F.max_pool1d(x.flatten(2), 5, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_pooling(name, layout):
+    """Pooling windows (one output per lane, the window walked in a loop), odd sizes,
+    NaN and -inf inside windows, both input layouts, float32 and float16."""
+    for dtype, tol in ((torch.float32, 1e-5), (torch.float16, 1e-3)):
+        x = cuda(3, 13, 17, 11, dtype=dtype)
+        x[0, 0, 2, 3] = float("nan")
+        x[1, 2, :, 4] = -float("inf")
+        if layout == "channels_last":
+            x = x.contiguous(memory_format=torch.channels_last)
+        torch._dynamo.reset()
+        compile_and_compare(POOLS[name], x, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+@pytest.mark.parametrize("channels,size", [(64, (80, 80)), (24, (20, 23))])
+def test_pooling_after_convolution(name, channels, size, monkeypatch):
+    """After a convolution the graph runs channels-last, so a pool gathers its windows
+    from an NHWC buffer: neighbouring channels are one vector load, and the padded
+    borders clamp their row and column indices.  Those 64-bit clamps are shielded from
+    ptxas (passes/gpu_numerics.py): unshielded, a 3 x 3 pool with padding read one row
+    of every top-border window as padding on the H100 (ResNet's stem: 64 channels of
+    80 x 80; the odd shape did not show it)."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    conv = nn.Conv2d(3, channels, 3, padding=1).cuda()
+    x = cuda(2, 3, *size)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compile_and_compare(lambda t: POOLS[name](conv(t)), x)
+
+
 def test_convolution_weights_are_prepared_once():
     """The weights' NHWC copies are made by the prepare function (passes/hoist_frozen.py),
     cached, and made again when a weight changes in place or moves."""

@@ -387,7 +387,10 @@ def test_cnn_runs_channels_last_on_the_gpu(tmp_path, monkeypatch):
         kernels = _cuda_kernels(model, [torch.randn(2, 3, 17, 15)], tmp_path, libraries, prepared)
     assert libraries == ["conv2d_nhwc", "conv2d_nhwc"]
     assert len(prepared) == 2, prepared  # one weight transpose per convolution
-    pool = [k for k, _ in kernels if '"arith.maximumf"' in k.ttir and '"scf.for"' in k.ttir]
+    pool = [(k, grid) for k, grid in kernels if '"arith.maximumf"' in k.ttir and '"scf.for"' in k.ttir]
     assert pool, [k.name for k, _ in kernels]
+    # one output per lane, the 3 x 3 window walked in a loop: 2 x 9 x 8 x 8 = 1152
+    # outputs in 2 programs of 1024 (a [64, 16] tile per program was 18)
+    assert [grid for _, grid in pool] == [[2, 1, 1]], [(k.name, grid) for k, grid in pool]
     for kernel, _ in kernels:
         assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
