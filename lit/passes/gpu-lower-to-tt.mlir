@@ -181,6 +181,54 @@ func.func @rows_10(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?xf32>, tens
   return %y, %max, %d, %sum, %o : tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xf32>
 }
 
+// A pooling window (3 x 3, stride 2, padding 1, over NHWC): one output per lane, the
+// window walked in a loop of 9 on a [512, 1] tile.  The row and column clamps are
+// 64-bit min/max whose operands pass through `x + %ctaid.z` (passes/gpu_numerics.py:
+// ptxas packed two narrowed clamps into a VIMNMX.S16x2 that came out wrong).
+// CHECK-LABEL: func.func private @kernel_6(tensor<2x8x8x16xf32>) -> tensor<2x4x4x16xf32>
+// CHECK-SAME: mlirc.gpu.grid = array<i64: 1, 1, 1>
+#pool_window = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#pool_out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+func.func @kernel_6(%x: tensor<2x8x8x16xf32>) -> tensor<2x4x4x16xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %window = tensor.empty() : tensor<3x3xf32>
+  %e = tensor.empty() : tensor<2x4x4x16xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%e : tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+  %r = linalg.generic {indexing_maps = [#pool_window, #pool_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%window : tensor<3x3xf32>) outs(%init : tensor<2x4x4x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = linalg.index 0 : index
+    %c = linalg.index 3 : index
+    %oh = linalg.index 1 : index
+    %ow = linalg.index 2 : index
+    %kh = linalg.index 4 : index
+    %kw = linalg.index 5 : index
+    %h2 = affine.apply affine_map<()[s0, s1] -> (s0 * 2 + s1)>()[%oh, %kh]
+    %w2 = affine.apply affine_map<()[s0, s1] -> (s0 * 2 + s1)>()[%ow, %kw]
+    %h = arith.subi %h2, %c1 : index
+    %hlo = arith.cmpi sge, %h, %c0 : index
+    %hhi = arith.cmpi slt, %h, %c8 : index
+    %hin = arith.andi %hlo, %hhi : i1
+    %hmax = arith.maxsi %h, %c0 : index
+    %hc = arith.minsi %hmax, %c7 : index
+    %w = arith.subi %w2, %c1 : index
+    %wlo = arith.cmpi sge, %w, %c0 : index
+    %whi = arith.cmpi slt, %w, %c8 : index
+    %win = arith.andi %wlo, %whi : i1
+    %in_bounds = arith.andi %hin, %win : i1
+    %wmax = arith.maxsi %w, %c0 : index
+    %wc = arith.minsi %wmax, %c7 : index
+    %v = tensor.extract %x[%n, %hc, %wc, %c] : tensor<2x8x8x16xf32>
+    %kept = arith.select %in_bounds, %v, %ninf : f32
+    %m = arith.maximumf %out, %kept : f32
+    linalg.yield %m : f32
+  } -> tensor<2x4x4x16xf32>
+  return %r : tensor<2x4x4x16xf32>
+}
+
 // The host entry is untouched: it still calls the (now declared) kernels.
 // CHECK-LABEL: func.func @main
 // CHECK: call @kernel_0
@@ -271,3 +319,19 @@ func.func @main(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> (tensor<7x33xf32>, 
 
 // GENERIC: "builtin.module"() <{sym_name = "{{(kernel|rows)_0_ttir}}"}>
 // GENERIC: "tt.func"()
+
+// CHECK-LABEL: module @kernel_6_ttir
+// CHECK: %[[Z6:.*]] = "tt.get_program_id"() {axis = 2 : i32}
+// CHECK: %[[Z64:.*]] = arith.extsi %[[Z6]] : i32 to i64
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<512x1xf32>)
+// CHECK:   arith.andi %{{.*}}, %{{.*}} : tensor<512x1xi1>
+// CHECK-NEXT:   %[[ZS6:.*]] = "tt.splat"(%[[Z64]]) : (i64) -> tensor<512x1xi64>
+// CHECK-NEXT:   %[[ROW:.*]] = arith.addi %[[H:.*]], %[[ZS6]] : tensor<512x1xi64>
+// CHECK-NEXT:   "tt.splat"(%c0_i64)
+// CHECK-NEXT:   %[[LOW:.*]] = arith.maxsi %[[ROW]], %{{.*}} : tensor<512x1xi64>
+// CHECK-NEXT:   %[[ZS7:.*]] = "tt.splat"(%[[Z64]]) : (i64) -> tensor<512x1xi64>
+// CHECK-NEXT:   %[[LOWZ:.*]] = arith.addi %[[LOW]], %[[ZS7]] : tensor<512x1xi64>
+// CHECK-NEXT:   "tt.splat"(%c7_i64)
+// CHECK-NEXT:   arith.minsi %[[LOWZ]], %{{.*}} : tensor<512x1xi64>
+// CHECK:   "tt.load"
+// CHECK:   arith.maximumf %{{.*}}, %{{.*}} : tensor<512x1xf32>
