@@ -11,6 +11,12 @@ pointwise members again and stores what the kernel returns.  The inputs are so r
 once per pass, from L2 where they fit (the loads ask L2 to keep them), and nothing
 the group computes is written but its results.  Per-row members (pointwise over the
 rows alone) are computed once, between the passes, on the rows' values.
+
+A max fold followed by a sum of `exp(a - max)` (softmax's denominator) is one pass,
+not two (Inductor's online softmax): each lane carries its running max and a sum
+rescaled by exp(old max - new max) whenever the max grows; after the loop the
+lanes' sums are rescaled to the row's max and added.  The inputs are so read twice
+(the fold, the store) instead of three times.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from mlirc.passes.gpu_numerics import INTEGER_MIN_MAX
 from mlirc.passes.gpu_sizes import divides
 from mlirc.passes.gpu_tiles import Tiled, TileEmitter, compute_type
 
+CMPF_OEQ = 1  # arith.cmpf's predicate number: ordered and equal
+
 
 def _reduces(generic: ir.Operation) -> bool:
     return any("reduction" in str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"]))
@@ -32,8 +40,15 @@ def emit_row_loops(emitter: TileEmitter, generics: list[ir.Operation]) -> None:
     emitter.row_group = True
     emitter.start_rows()
     rows: dict = {}  # the reductions' results so far: a value per row
+    folded: set = set()  # sums already folded together with their max
     for k, generic in enumerate(generics):
-        if _reduces(generic):
+        if generic in folded:
+            continue
+        partner = online_sum(emitter, generics, k) if _reduces(generic) else None
+        if partner is not None:
+            _online_pass(emitter, generics, k, partner, rows)
+            folded.add(generics[partner])
+        elif _reduces(generic):
             _fold_pass(emitter, generics[:k], generic, rows)
         elif _per_row(emitter, generic):
             emitter.generic = generic
@@ -121,3 +136,137 @@ def _store_pass(emitter: TileEmitter, generics: list[ir.Operation], rows: dict) 
         _pointwise(emitter, generics, dict(rows), store=True)
         tt.create("scf.yield", [], [])
     _after_loop(emitter)
+
+
+# --- a max and the sum of exp(a - max) in one pass ---------------------------------
+def _combiner_of(emitter: TileEmitter, generic: ir.Operation) -> tuple[ir.Operation, ir.Value]:
+    emitter.generic = generic
+    return emitter.combiner()
+
+
+def _through_members(value: ir.Value, members: list[ir.Operation]) -> ir.Value:
+    """`value`, with a block argument that reads a pointwise member's result replaced
+    by what that member yields: a body value, or a tensor from outside the members."""
+    pointwise = [m.operation for m in members if not _reduces(m)]
+    while isinstance(value, ir.BlockArgument):
+        operand = value.owner.owner.operands[value.arg_number]
+        producer = getattr(operand.owner, "operation", None)
+        if producer is None or producer not in pointwise:
+            return operand
+        value = list(producer.regions[0].blocks[0].operations)[-1].operands[ir.OpResult(operand).result_number]
+    return value
+
+
+def _defining_op(value: ir.Value) -> ir.Operation | None:
+    """The op whose result `value` is (None for a block argument)."""
+    return None if isinstance(value, ir.BlockArgument) else value.owner.operation
+
+
+def _depends_on(value: ir.Value, target: ir.Value, members: list[ir.Operation]) -> bool:
+    value = _through_members(value, members)
+    if value == target:
+        return True
+    op = _defining_op(value)
+    in_body = op is not None and op.parent is not None and op.parent.name == "linalg.generic"
+    return in_body and any(_depends_on(v, target, members) for v in op.operands)
+
+
+def online_sum(emitter: TileEmitter, generics: list[ir.Operation], k: int) -> int | None:
+    """The index of the sum to fold together with generics[k], or None.  generics[k]
+    must be a float32 max; the sum the next reduction, with only pointwise members
+    between, of exp(a - max) where `a` does not depend on the max."""
+    combine, _ = _combiner_of(emitter, generics[k])
+    if combine.name != "arith.maximumf" or not isinstance(tt.element_of(generics[k].results[0]), ir.F32Type):
+        return None
+    j = next((j for j in range(k + 1, len(generics)) if _reduces(generics[j])), None)
+    if j is None or any(_per_row(emitter, g) for g in generics[k + 1 : j]):
+        return None
+    combine, summand = _combiner_of(emitter, generics[j])
+    if combine.name != "arith.addf":
+        return None
+    members = generics[:j]
+    exp = _defining_op(_through_members(summand, members))
+    if exp is None or exp.name != "math.exp":
+        return None
+    sub = _defining_op(_through_members(exp.operands[0], members))
+    if sub is None or sub.name != "arith.subf":
+        return None
+    maximum = generics[k].results[0]
+    a, m = sub.operands
+    if _through_members(m, members) != maximum or _depends_on(a, maximum, members):
+        return None
+    return j
+
+
+def _online_pass(emitter: TileEmitter, generics: list[ir.Operation], k: int, j: int, rows: dict) -> None:
+    """One loop folding generics[k] (the max) and generics[j] (the sum of exp(a - max))."""
+    maxg, sumg = generics[k], generics[j]
+    cmax, fmax = _combiner_of(emitter, maxg)
+    csum, fsum = _combiner_of(emitter, sumg)
+    f32 = tt.element_of(maxg.results[0])
+    ninf = emitter.to_kind(emitter.identity(cmax, f32), "t")
+    zero = emitter.to_kind(emitter.identity(csum, f32), "t")
+    loop, block = _loop(emitter, [ninf, zero])
+    with ir.InsertionPoint(block):
+        lane_max, lane_sum = Tiled(block.arguments[1], "t"), Tiled(block.arguments[2], "t")
+        values = dict(rows)
+        _pointwise(emitter, generics[:k], values)
+        chunk_max = _folded_chunk(emitter, maxg, cmax, fmax, values, ninf)
+        new_max = emitter.combine(cmax, lane_max, chunk_max)
+        values[maxg.results[0]] = new_max  # the members after the max read each lane's
+        _pointwise(emitter, generics[k + 1 : j], values)
+        chunk_sum = _folded_chunk(emitter, sumg, csum, fsum, values, zero)
+        total = emitter.arith("arith.addf", _rescaled(emitter, lane_sum, lane_max, new_max), chunk_sum)
+        # a lane that has seen only -inf has summed nothing (exp(-inf - -inf) is NaN)
+        total = _select(emitter, _is_minus_inf(emitter, new_max), zero, total)
+        tt.create("scf.yield", [new_max.value, total.value], [])
+    _after_loop(emitter)
+    emitter.generic = maxg
+    row_max = emitter.finish_rows(cmax, loop.results[0])
+    rows[maxg.results[0]] = row_max
+    emitter.store_results([row_max])
+    lane_max, lane_sum = Tiled(loop.results[0], "t"), Tiled(loop.results[1], "t")
+    # such lanes add nothing, unless the whole row is -inf: eager's sum is NaN there
+    empty_lane = emitter.arith(
+        "arith.andi", _is_minus_inf(emitter, lane_max), _not(emitter, _is_minus_inf(emitter, row_max))
+    )
+    at_row_max = _select(emitter, empty_lane, zero, _rescaled(emitter, lane_sum, lane_max, row_max))
+    emitter.generic = sumg
+    row_sum = emitter.finish_rows(csum, at_row_max.value)
+    rows[sumg.results[0]] = row_sum
+    emitter.store_results([row_sum])
+
+
+def _folded_chunk(
+    emitter: TileEmitter, generic: ir.Operation, combine: ir.Operation, folded: ir.Value, values: dict, identity
+) -> Tiled:
+    """The chunk's values that `generic` folds in, its identity in lanes past the row."""
+    emitter.generic = generic
+    body = emitter.read_inputs(values)
+    emitter.lower_body(body, skip=combine)
+    return Tiled(emitter.keep_in_bounds(emitter.to_kind(emitter.lookup(body, folded), "t"), identity), "t")
+
+
+def _rescaled(emitter: TileEmitter, total: Tiled, old_max: Tiled, new_max: Tiled) -> Tiled:
+    """total * exp(old_max - new_max): a sum of exp(a - old_max) made one of exp(a - new_max)."""
+    diff = Tiled(emitter.to_kind(emitter.arith("arith.subf", old_max, new_max), "t"), "t")
+    scale = Tiled(tt.one("math.exp", [diff.value], diff.value.type), "t")
+    return emitter.arith("arith.mulf", total, scale)
+
+
+def _is_minus_inf(emitter: TileEmitter, x: Tiled) -> Tiled:
+    element = tt.element_of(x.value)
+    minus_inf = tt.splat(tt.scalar_constant(float("-inf"), element), emitter.shape(x.kind))
+    i1 = tt.tensor_type(emitter.shape(x.kind), ir.IntegerType.get_signless(1))
+    predicate = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), CMPF_OEQ)
+    return Tiled(tt.one("arith.cmpf", [x.value, minus_inf], i1, {"predicate": predicate}), x.kind)
+
+
+def _not(emitter: TileEmitter, x: Tiled) -> Tiled:
+    return emitter.arith("arith.xori", x, emitter.const(1, ir.IntegerType.get_signless(1)))
+
+
+def _select(emitter: TileEmitter, condition: Tiled, zero: ir.Value, value: Tiled) -> Tiled:
+    """`zero` (a tile) where `condition` holds, else `value`."""
+    operands = [emitter.to_kind(condition, "t"), zero, emitter.to_kind(value, "t")]
+    return Tiled(tt.one("arith.select", operands, zero.type), "t")

@@ -120,6 +120,31 @@ def test_many_long_rows(rows):
     )  # fmt: skip
 
 
+def _softmax_and_denominator(x):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    s = e.sum(-1, keepdim=True)
+    return e / s, s
+
+
+@pytest.mark.parametrize("length", [9001, 20000])
+def test_online_softmax_edge_values(length):
+    """Rows walked in chunks fold the max and the sum of exp(x - max) in one pass,
+    each lane's sum rescaled as its max grows (passes/gpu_row_loops.py): lanes that
+    saw only -inf, a whole -inf row (NaN, as eager), +inf and NaN in a row, a max that
+    grows every chunk, the max in the last partial chunk, the denominator returned,
+    and rows read transposed."""
+    x = cuda(6, length) * 10
+    x[0, : length // 2] = -float("inf")
+    x[1] = -float("inf")
+    x[2, 123] = float("inf")
+    x[3, 4567] = float("nan")
+    x[4] = torch.linspace(-50, 50, length, device="cuda")
+    x[5, -1] = 80.0
+    compile_and_compare(_softmax_and_denominator, x)
+    torch._dynamo.reset()
+    compile_and_compare(lambda t: torch.log_softmax(t.t(), -1), x.t().contiguous())
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_types(dtype):
     tol = {"rtol": 2e-2, "atol": 2e-2}

@@ -181,6 +181,63 @@ func.func @rows_10(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?xf32>, tens
   return %y, %max, %d, %sum, %o : tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xf32>
 }
 
+// Softmax over rows of run-time length: the max and the sum of exp(x - max) fold in
+// one loop (online softmax: each lane's sum rescaled by exp(old max - new max) as its
+// max grows, lanes that have seen only -inf hold 0), then one loop stores.
+// CHECK-LABEL: func.func private @rows_11(tensor<?x?xf32>) -> tensor<?x?xf32>
+func.func @rows_11(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.kernel, mlirc.gpu.rows = 1 : i64} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %max = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<?x?xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.maximumf %a, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %e2 = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %d = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %max : tensor<?x?xf32>, tensor<?xf32>) outs(%e2 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.subf %a, %b : f32
+    %s = math.exp %r : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  %fz = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%d : tensor<?x?xf32>) outs(%fz : tensor<?xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.addf %a, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %e3 = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %o = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%d, %sum : tensor<?x?xf32>, tensor<?xf32>) outs(%e3 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  return %o : tensor<?x?xf32>
+}
+
+// Static rows longer than a tile holds (16384 > 8192): one row per program walked in
+// 2048-wide chunks by 32 warps (two programs fill an SM: 100% of copy bandwidth on the
+// H100 for softmax over 4096 x 16384, against 91% with 16 warps).
+// CHECK-LABEL: func.func private @rows_12(tensor<3x16384xf32>) -> tensor<3xf32>
+// CHECK-SAME: mlirc.gpu.grid = array<i64: 3, 1, 1>, mlirc.gpu.num_warps = 32 : i64
+func.func @rows_12(%x: tensor<3x16384xf32>) -> tensor<3xf32> attributes {mlirc.kernel, mlirc.gpu.rows = 1 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<3xf32>) -> tensor<3xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<3x16384xf32>) outs(%f : tensor<3xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.addf %a, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<3xf32>
+  return %sum : tensor<3xf32>
+}
+
 // A pooling window (3 x 3, stride 2, padding 1, over NHWC): one output per lane, the
 // window walked in a loop of 9 on a [512, 1] tile.  The row and column clamps are
 // 64-bit min/max whose operands pass through `x + %ctaid.z` (passes/gpu_numerics.py:
@@ -319,6 +376,33 @@ func.func @main(%x: tensor<7x33xf32>, %b: tensor<33xf32>) -> (tensor<7x33xf32>, 
 
 // GENERIC: "builtin.module"() <{sym_name = "{{(kernel|rows)_0_ttir}}"}>
 // GENERIC: "tt.func"()
+
+// CHECK-LABEL: module @rows_11_ttir
+// CHECK: %[[FOLD:.*]]:2 = scf.for %{{.*}} = %{{.*}} to %[[LEN11:.*]] step %{{.*}} iter_args(%[[LMAX:.*]] = %{{.*}}, %[[LSUM:.*]] = %{{.*}}) -> (tensor<8x512xf32>, tensor<8x512xf32>)  : i64
+// CHECK:   "tt.load"
+// CHECK:   %[[NEWMAX:.*]] = arith.maximumf %[[LMAX]], %{{.*}} : tensor<8x512xf32>
+// CHECK:   math.exp
+// CHECK:   %[[OLD:.*]] = arith.subf %[[LMAX]], %[[NEWMAX]] : tensor<8x512xf32>
+// CHECK:   %[[SCALE:.*]] = math.exp %[[OLD]]
+// CHECK:   %[[RESCALED:.*]] = arith.mulf %[[LSUM]], %[[SCALE]]
+// CHECK:   %[[TOTAL:.*]] = arith.addf %[[RESCALED]], %{{.*}} : tensor<8x512xf32>
+// CHECK:   %[[EMPTY:.*]] = arith.cmpf oeq, %[[NEWMAX]], %{{.*}} : tensor<8x512xf32>
+// CHECK:   %[[KEPT:.*]] = arith.select %[[EMPTY]], %{{.*}}, %[[TOTAL]]
+// CHECK:   scf.yield %[[NEWMAX]], %[[KEPT]]
+// CHECK-NOT: "tt.load"
+// CHECK: %[[ROWMAX:.*]] = "tt.reduce"(%[[FOLD]]#0)
+// CHECK: arith.subf %[[FOLD]]#0, %{{.*}} : tensor<8x512xf32>
+// CHECK: arith.mulf %[[FOLD]]#1
+// CHECK: "tt.reduce"
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LEN11]] step %{{.*}}  : i64 {
+// CHECK:   "tt.load"
+// CHECK:   math.exp
+// CHECK:   "tt.store"
+// CHECK-NOT: scf.for
+// CHECK: "tt.return"
+
+// CHECK-LABEL: module @rows_12_ttir
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<1x2048xf32>)
 
 // CHECK-LABEL: module @kernel_6_ttir
 // CHECK: %[[Z6:.*]] = "tt.get_program_id"() {axis = 2 : i32}
