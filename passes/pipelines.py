@@ -36,6 +36,7 @@ from mlirc.passes import (  # noqa: F401
     fold_symbolic_reshapes,
     form_kernels,
     fuse_elementwise,
+    fuse_gathered_producers,
     fuse_multi_output,
     gpu_fuse_rows,
     gpu_loop_order,
@@ -67,6 +68,7 @@ CPU_LAYOUT = [
 GPU_LAYOUT = ["mlirc-channels-last", "canonicalize", "cse"]
 KERNELS = [
     "mlirc-fuse-elementwise",
+    "mlirc-fuse-gathered-producers",
     "mlirc-fuse-multi-output",
     "mlirc-form-kernels",
     "canonicalize",

@@ -3,6 +3,9 @@ on NHWC tensors, and the kernels between them reading and writing NHWC.  Every
 case is checked against eager, with odd sizes, strided inputs and prime channel
 counts (the vector width does not divide them)."""
 
+import math
+import re
+
 import pytest
 import torch
 import torch.nn as nn
@@ -199,3 +202,38 @@ def test_padded_max_pool_between_convolutions(channels, kernel, stride, padding)
     x[0, :, 4, 3] = float("nan")
     with torch.no_grad():
         compile_and_compare(f, x, rtol=1e-5, atol=1e-5)
+
+
+GATHERS_AFTER_NORM = {
+    "pad": lambda t: F.pad(t, (0, 1, 2, 1)),  # TF-style "same" padding (MobileNet)
+    "max_pool": lambda t: F.max_pool2d(t, 3, 2, 1),  # ResNet's stem
+    "avg_pool": lambda t: F.avg_pool2d(t, 3, 2, 1),
+}
+
+
+@pytest.mark.parametrize("gather", sorted(GATHERS_AFTER_NORM))
+@pytest.mark.parametrize("activation", [F.relu6, F.gelu])
+@pytest.mark.parametrize("channels,size", [(8, (15, 17)), (13, (1, 7))])
+def test_normalized_activation_computed_inside_the_gather(gather, activation, channels, size, monkeypatch, tmp_path):
+    """Batch norm + activation before a padding or a pool is computed at each gathered
+    index inside the gather's kernel (mlirc-fuse-gathered-producers): no kernel writes
+    the activation.  NaN and -inf reach the windows through the convolution's input."""
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    conv, norm = nn.Conv2d(3, channels, 3, padding=1), nn.BatchNorm2d(channels)
+    _randomized(norm)
+    depthwise = nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
+    x = torch.randn(2, 3, size[0], size[1] + 1)[..., 1:]  # non-contiguous
+    x[1, :, 0, 0] = float("nan")
+    x[0, 0, -1, -1] = float("-inf")
+
+    def net(t: torch.Tensor) -> torch.Tensor:
+        return depthwise(GATHERS_AFTER_NORM[gather](activation(norm(conv(t)))))
+
+    with torch.no_grad():
+        compile_and_compare(net, x, rtol=1e-5, atol=1e-5)
+    (module,) = [p.read_text() for p in tmp_path.glob("*.kernels.mlir")]
+    kernels = [f.split("{", 1)[0] for f in module.split("func.func @")[1:] if f.startswith("kernel_")]
+    shapes = [dims for k in kernels for dims in re.findall(r"tensor<((?:\d+x)+)", k.rsplit("->", 1)[1])]
+    results = [math.prod(int(d) for d in dims.split("x")[:-1]) for dims in shapes]
+    activation = 2 * size[0] * size[1] * channels  # in whatever shape unit dims were folded to
+    assert kernels and activation not in results, module

@@ -353,6 +353,24 @@ def test_pooling_after_convolution(name, channels, size, monkeypatch):
         compile_and_compare(lambda t: POOLS[name](conv(t)), x)
 
 
+@pytest.mark.parametrize("activation", [F.relu6, F.gelu])
+@pytest.mark.parametrize("channels,size", [(32, (40, 40)), (13, (3, 7))])
+def test_padding_of_a_normalized_activation(activation, channels, size, monkeypatch):
+    """MobileNetV2's TF-style padding after batch norm + ReLU6: the activation is
+    computed at each padded index inside the padding's kernel
+    (mlirc-fuse-gathered-producers), NHWC, with NaN reaching it through the convolution."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    conv, norm = nn.Conv2d(3, channels, 3, padding=1).cuda(), nn.BatchNorm2d(channels).cuda().eval()
+    norm.running_mean.normal_()
+    norm.running_var.uniform_(0.5, 2.0)
+    depthwise = nn.Conv2d(channels, channels, 3, stride=2, groups=channels).cuda()
+    x = cuda(2, 3, *size)
+    x[1, :, 0, 0] = float("nan")
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compile_and_compare(lambda t: depthwise(F.pad(activation(norm(conv(t))), (0, 1, 0, 1))), x)
+
+
 def test_convolution_weights_are_prepared_once():
     """The weights' NHWC copies are made by the prepare function (passes/hoist_frozen.py),
     cached, and made again when a weight changes in place or moves."""

@@ -394,3 +394,27 @@ def test_cnn_runs_channels_last_on_the_gpu(tmp_path, monkeypatch):
     assert [grid for _, grid in pool] == [[2, 1, 1]], [(k.name, grid) for k, grid in pool]
     for kernel, _ in kernels:
         assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
+
+
+def test_padding_computes_the_activation_before_it(tmp_path, monkeypatch):
+    """MobileNetV2's TF-style padding after batch norm + ReLU6: one kernel between the
+    convolutions, the padding's, which computes the activation at each index it reads
+    (mlirc-fuse-gathered-producers); the activation had a kernel of its own."""
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
+    first, norm = torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8).eval()
+    depthwise = torch.nn.Conv2d(8, 8, 3, stride=2, groups=8)
+    libraries: list = []
+    with torch.no_grad():
+        kernels = _cuda_kernels(
+            lambda t: depthwise(F.pad(F.relu6(norm(first(t))), (0, 1, 0, 1))),
+            [torch.randn(2, 3, 17, 15)],
+            tmp_path,
+            libraries,
+        )
+    assert libraries == ["conv2d_nhwc", "conv2d_nhwc"]
+    # the batch norm (its rsqrt) in the kernel that clamps the padded indices
+    norm_kernels = [k for k, _ in kernels if '"math.rsqrt"' in k.ttir]
+    assert len(norm_kernels) == 1, [k.name for k, _ in kernels]
+    assert '"arith.minsi"' in norm_kernels[0].ttir and '"arith.select"' in norm_kernels[0].ttir
+    for kernel, _ in kernels:
+        assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
