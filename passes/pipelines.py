@@ -46,6 +46,7 @@ from mlirc.passes import (  # noqa: F401
     hoist_frozen,
     lower_to_linalg,
     outline_library_calls,
+    recompute_cheap_producers,
     resolve_call_dims,
     slice_broadcasts,
     split_reductions,
@@ -67,6 +68,7 @@ CPU_LAYOUT = [
 # GPU, before fusion: cuDNN's convolutions on channels-last activations, as the CPU's.
 GPU_LAYOUT = ["mlirc-channels-last", "canonicalize", "cse"]
 KERNELS = [
+    "mlirc-recompute-cheap-producers",
     "mlirc-fuse-elementwise",
     "mlirc-fuse-gathered-producers",
     "mlirc-fuse-multi-output",

@@ -129,3 +129,24 @@ def test_long_reductions_accuracy(fn, shape):
     exact = fn(x.double())
     compiled = torch.compile(fn, backend="mlirc")(x)
     assert _relative_error(compiled, exact) <= max(2 * _relative_error(fn(x), exact), 2.0**-23)
+
+
+@pytest.mark.parametrize("shape,dims", [((7, 137), (-1,)), ((6, 5, 3, 11), (0, 2, 3)), ((1, 1), (0,))])
+def test_variance_converts_its_input_in_each_sum(shape, dims, monkeypatch, tmp_path):
+    """float32 variance accumulates in float64 on the CPU (as eager): the float64
+    value is computed inside the mean's sum and inside the squared deviations' sum
+    (mlirc-recompute-cheap-producers), not written out whole for both to read back.
+    Eager's values with inf, NaN and magnitudes whose squares overflow float32."""
+    from mlirc.config import config
+
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    x = torch.randn(*shape) * 3 + 1
+    x.view(-1)[-1] = 1e30
+    y = x.clone()
+    y.view(-1)[0] = float("inf")
+    y.view(-1)[1 % y.numel()] = float("nan")
+    compile_and_compare(lambda x, y: (*torch.var_mean(x, dims), torch.std(y, dims, correction=0)), x, y)
+    (module,) = [p.read_text() for p in tmp_path.glob("*.kernels.mlir")]
+    wide = "tensor<" + "x".join(map(str, shape)) + "xf64>"
+    kernels = [f.split("{", 1)[0] for f in module.split("func.func @")[1:] if f.startswith("kernel_")]
+    assert kernels and not any(k.rsplit("->", 1)[1].strip().startswith(wide) for k in kernels), module
