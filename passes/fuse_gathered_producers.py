@@ -112,9 +112,12 @@ def _source_index(reshape: ir.Operation, index: list[ir.Value]) -> list[ir.Value
     source: list[ir.Value] = [None] * len(expanded)  # type: ignore[list-item]
     for flat, group in zip(index, groups, strict=True):
         for d in reversed(group[1:]):
+            if expanded[d] == 1:
+                source[d] = le.index_const(0)
+                continue
             size = le.index_const(expanded[d])
-            source[d] = arith.remui(flat, size) if expanded[d] != 1 else le.index_const(0)
-            flat = arith.divui(flat, size) if expanded[d] != 1 else flat
+            source[d] = arith.remui(flat, size)
+            flat = arith.divui(flat, size)
         source[group[0]] = flat
     return source
 
