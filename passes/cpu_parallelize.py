@@ -28,8 +28,8 @@ from mlir import ir
 from mlir.dialects import arith, func, memref, scf
 
 from mlirc.dialects.attributes import KERNEL_ATTR, PARALLEL_ATTR, PARALLEL_LOOP_ATTR
-from mlirc.passes.cpu_vectorize import elem_bytes
 from mlirc.passes.ir_utils import constant_index, nested_ops, remap_operands
+from mlirc.passes.linalg_utils import elem_bytes
 from mlirc.passes.registry import register_pass
 
 # Top-level ops that neither write memory nor escape a chunk (allocations, with their

@@ -22,6 +22,7 @@ from mlirc.dialects import shapes
 from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR, SCHEDULE_ATTR, SPLIT_ATTR, TAIL_ATTR
 from mlirc.errors import PipelineError
 from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.linalg_utils import elem_bytes
 from mlirc.passes.registry import register_pass
 
 VECTORIZABLE = frozenset({"linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.copy"})
@@ -52,12 +53,6 @@ def host_vector_bytes() -> int:
 
     features = llvm.get_host_cpu_features()
     return 64 if features.get("avx512f", False) else 32
-
-
-def elem_bytes(elem: ir.Type) -> int:
-    if isinstance(elem, ir.IntegerType):
-        return max(ir.IntegerType(elem).width // 8, 1)
-    return {ir.F16Type: 2, ir.BF16Type: 2, ir.F32Type: 4, ir.F64Type: 8}[type(ir.Type(elem).maybe_downcast())]
 
 
 def _has_gather(op: ir.Operation) -> bool:

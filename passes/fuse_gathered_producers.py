@@ -25,7 +25,7 @@ from mlir.dialects import arith, tensor
 
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import defining_op, nested_ops
-from mlirc.passes.linalg_utils import RESHAPES, indexing_maps
+from mlirc.passes.linalg_utils import RESHAPES, all_parallel, indexing_maps
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-fuse-gathered-producers"
@@ -33,11 +33,6 @@ MAX_INLINED_OPS = 16  # a producer's body ops: recomputed per read of a window
 TRAPPING_OPS = frozenset(
     {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi"}
 )
-
-
-def _is_parallel(generic: ir.Operation) -> bool:
-    kinds = ir.ArrayAttr(generic.attributes["iterator_types"])
-    return all("parallel" in str(kind) for kind in kinds)
 
 
 def _output_dims(amap: ir.AffineMap) -> list[int] | None:
@@ -51,7 +46,7 @@ def _reads_by_dims(amap: ir.AffineMap) -> bool:
 
 
 def _inlinable(producer: ir.Operation) -> bool:
-    if producer.name != "linalg.generic" or len(producer.results) != 1 or not _is_parallel(producer):
+    if producer.name != "linalg.generic" or len(producer.results) != 1 or not all_parallel(producer):
         return False
     maps = indexing_maps(producer)
     if _output_dims(maps[-1]) is None or not all(_reads_by_dims(m) for m in maps[:-1]):

@@ -27,6 +27,7 @@ from mlirc.dialects import tt
 from mlirc.passes.gpu_numerics import INTEGER_MIN_MAX
 from mlirc.passes.gpu_sizes import divides
 from mlirc.passes.gpu_tiles import Tiled, TileEmitter, compute_type
+from mlirc.passes.ir_utils import defining_op
 
 CMPF_OEQ = 1  # arith.cmpf's predicate number: ordered and equal
 
@@ -157,16 +158,11 @@ def _through_members(value: ir.Value, members: list[ir.Operation]) -> ir.Value:
     return value
 
 
-def _defining_op(value: ir.Value) -> ir.Operation | None:
-    """The op whose result `value` is (None for a block argument)."""
-    return None if isinstance(value, ir.BlockArgument) else value.owner.operation
-
-
 def _depends_on(value: ir.Value, target: ir.Value, members: list[ir.Operation]) -> bool:
     value = _through_members(value, members)
     if value == target:
         return True
-    op = _defining_op(value)
+    op = defining_op(value)
     in_body = op is not None and op.parent is not None and op.parent.name == "linalg.generic"
     return in_body and any(_depends_on(v, target, members) for v in op.operands)
 
@@ -185,10 +181,10 @@ def online_sum(emitter: TileEmitter, generics: list[ir.Operation], k: int) -> in
     if combine.name != "arith.addf":
         return None
     members = generics[:j]
-    exp = _defining_op(_through_members(summand, members))
+    exp = defining_op(_through_members(summand, members))
     if exp is None or exp.name != "math.exp":
         return None
-    sub = _defining_op(_through_members(exp.operands[0], members))
+    sub = defining_op(_through_members(exp.operands[0], members))
     if sub is None or sub.name != "arith.subf":
         return None
     maximum = generics[k].results[0]

@@ -46,6 +46,18 @@ def set_indexing_maps(op: ir.Operation, maps: list[ir.AffineMap]) -> None:
     op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
 
 
+def all_parallel(op: ir.Operation) -> bool:
+    """Does the linalg op iterate over parallel loops only (no reduction)?"""
+    return all(str(kind).endswith("<parallel>") for kind in ir.ArrayAttr(op.attributes["iterator_types"]))
+
+
+def elem_bytes(elem: ir.Type) -> int:
+    """Bytes per element (an i1 takes one)."""
+    if isinstance(elem, ir.IntegerType):
+        return max(ir.IntegerType(elem).width // 8, 1)
+    return ir.FloatType(elem).width // 8
+
+
 def is_fill(op: ir.Operation) -> bool:
     """linalg.fill, or the generic that linalg-generalize-named-ops makes of one."""
     if op.name == "linalg.fill":

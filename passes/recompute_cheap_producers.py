@@ -21,7 +21,7 @@ from __future__ import annotations
 from mlir import ir
 
 from mlirc.passes.ir_utils import nested_ops
-from mlirc.passes.linalg_utils import indexing_maps
+from mlirc.passes.linalg_utils import all_parallel, elem_bytes, indexing_maps
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-recompute-cheap-producers"
@@ -37,7 +37,7 @@ COSTLY_OPS = frozenset(
 def _cheap(producer: ir.Operation) -> bool:
     if producer.name != "linalg.generic" or len(producer.results) != 1:
         return False
-    if not all("parallel" in str(kind) for kind in ir.ArrayAttr(producer.attributes["iterator_types"])):
+    if not all_parallel(producer):
         return False
     body = list(nested_ops(producer))
     if len(body) > MAX_RECOMPUTED_OPS or any(
@@ -48,8 +48,7 @@ def _cheap(producer: ir.Operation) -> bool:
 
 
 def _element_bytes(tensor_type: ir.Type) -> int:
-    element = ir.RankedTensorType(tensor_type).element_type
-    return max(1, (element.width if hasattr(element, "width") else 32) // 8)
+    return elem_bytes(ir.RankedTensorType(tensor_type).element_type)
 
 
 def _bytes_read_per_element(producer: ir.Operation) -> int:
