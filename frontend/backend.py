@@ -20,10 +20,10 @@ from torch._functorch.partitioners import min_cut_rematerialization_partition
 
 from mlirc.config import config
 from mlirc.errors import MlircError, UnsupportedOpError
-from mlirc.frontend import dynamic, partitioner
+from mlirc.frontend import dynamic, partitioner, training_layouts
 from mlirc.frontend.compile import SymbolicRegion, compile_region
 from mlirc.frontend.decompositions import decomposition_table
-from mlirc.frontend.importer import FROZEN_META, RESULT_ROLES_META
+from mlirc.frontend.importer import EAGER_STRIDES, FROZEN_META, RESULT_ROLES_META
 from mlirc.frontend.library_kernels import is_library_kernel
 from mlirc.frontend.lowerings.api import computes_a_size
 from mlirc.frontend.stats import stats
@@ -144,12 +144,20 @@ def compile_fx_graph(
     autotune = mode in AUTOTUNE_MODES
     if inference:
         _mark_frozen(gm)
+    saved_strides, copied = None, []
     if forward:
-        _mark_result_roles(gm, inference)
+        saved_from = _mark_result_roles(gm, inference)
+        saved_strides = training_layouts.keep_saved_channels_last(gm, saved_from)
+    else:
+        copied = training_layouts.follow_input_strides(gm, example_inputs)
     if dynamic.is_symbolic(example_inputs):
         fn = _compile_symbolic(gm, example_inputs, autotune, user_outputs)
     else:
         fn = _compile_static(gm, example_inputs, autotune, user_outputs)
+    if saved_strides is not None and not isinstance(fn, fx.GraphModule):  # compiled whole: as recorded
+        training_layouts.report_output_strides(saved_strides)
+    if copied:
+        fn = training_layouts.as_traced(fn, copied)
     device = _device_of(example_inputs)
     if mode in CUDA_GRAPH_MODES and device.type == "cuda":
         from mlirc.backends.gpu.cudagraphs import CudaGraphed
@@ -199,16 +207,17 @@ def _static_inputs() -> list[int]:
     return list(metadata.static_input_indices) if metadata is not None else []
 
 
-def _mark_result_roles(gm: fx.GraphModule, inference: bool) -> None:
+def _mark_result_roles(gm: fx.GraphModule, inference: bool) -> int | None:
     """What AOTAutograd does with the forward's results (importer.RESULT_ROLES_META): the
     first ones are new values of mutated inputs, which it copies back (an optimizer's
     parameters and state, batch norm's running statistics) -- the kernel making one
     may write straight into its input; in training, the results from `num_forward` on
-    are saved for the backward alone."""
+    are saved for the backward alone (returned: None in inference or without the
+    metadata)."""
     metadata = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if metadata is None or len(metadata.input_info) != len(placeholders):
-        return
+        return None
     updates = {}
     for position, index in enumerate(metadata.mutated_inp_runtime_indices):
         info = metadata.input_info[index]
@@ -217,6 +226,7 @@ def _mark_result_roles(gm: fx.GraphModule, inference: bool) -> None:
     saved_from = None if inference else metadata.num_forward
     output = next(n for n in gm.graph.nodes if n.op == "output")
     output.meta[RESULT_ROLES_META] = (updates, saved_from)
+    return saved_from
 
 
 def _mark_frozen(gm: fx.GraphModule) -> None:
@@ -325,9 +335,6 @@ class _SymbolicGraph:
             st.kernels += self.region.every_size_kernels()
         call, fits = every
         return (call if not self.single else (lambda *a: call(*a)[0])), fits
-
-
-EAGER_STRIDES = "mlirc_eager_strides"  # output node meta: the strides each result must have
 
 
 def _keep_user_strides(gm: fx.GraphModule, user_outputs: list) -> None:

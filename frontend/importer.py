@@ -51,6 +51,9 @@ FROZEN_META = "mlirc_frozen"
 # Output node meta (frontend/backend.py, from AOTAutograd's metadata): ({output position:
 # the placeholder whose new value it is}, the first position only the backward reads).
 RESULT_ROLES_META = "mlirc_result_roles"
+# Output node meta: the strides each (not None) result must have, where they are not its
+# node's (eager's strides kept through decompositions, saved activations channels-last).
+EAGER_STRIDES = "mlirc_eager_strides"
 
 
 def constant_inputs(gm: fx.GraphModule) -> list[torch.Tensor]:
@@ -108,7 +111,7 @@ class FxImporter:
                         continue
                     with ir.Location.name(_location_name(node)):
                         values[node] = self._lower_node(node, lctx, LOWERINGS)
-                eager_strides = output_node.meta.get("mlirc_eager_strides") or [None] * len(outputs)
+                eager_strides = output_node.meta.get(EAGER_STRIDES) or [None] * len(outputs)
                 if len(eager_strides) != len(outputs):  # None outputs (no gradient) were left out
                     eager_strides = [None] * len(outputs)
                 result_layouts = [_layout_of(n, s) for n, s in zip(outputs, eager_strides, strict=True)]

@@ -17,6 +17,10 @@ copies per convolution, so the layout travels with the data instead:
 3. A "to NHWC" permute of a "back to NCHW" one is the identity, which
    canonicalization erases: between two convolutions nothing is copied.
 
+An argument whose buffer is already NHWC (a training backward's saved activations,
+frontend/training_layouts.py) is read through the importer's "back to NCHW" permute
+of it, which seeds step 2 as a convolution's result does.
+
 What is left are permutes at the edges (the network's input, a flatten, a
 result), each a copy kernel.  Pooling ops become generics first, so that they
 take part (and their elementwise producers fuse into them).  It runs on the
@@ -36,6 +40,7 @@ from mlirc.passes.ir_utils import callee, entry_functions, functions, nested_ops
 from mlirc.passes.linalg_utils import indexing_maps, set_indexing_maps
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
+from mlirc.passes.transpose_views import generic_perm
 
 TO_NHWC = (0, 2, 3, 1)  # torch.permute order: NCHW -> NHWC
 TO_NCHW = (0, 3, 1, 2)
@@ -228,12 +233,22 @@ def _write_nhwc(op: ir.Operation) -> ir.Value:
     return _nhwc_result(op, result, users)
 
 
+def _nhwc_argument(op: ir.Operation) -> ir.Value | None:
+    """The argument behind an NCHW view of a channels-last argument (the importer's
+    permute of its buffer): a training backward's saved activations and gradients."""
+    if op.name != "linalg.generic" or not isinstance(op.operands[0].owner, ir.Block):
+        return None
+    return op.operands[0] if generic_perm(op) == list(TO_NCHW) else None
+
+
 def _propagate(entry: func.FuncOp, kernels: dict[str, func.FuncOp], on_gpu: bool) -> None:
     nchw_views: dict = {}  # "back to NCHW" permute result -> the NHWC tensor it reads
     for op in [o.operation for o in entry.entry_block.operations]:
         if op.name == "func.call" and _convertible(kernels.get(callee(op)), op, on_gpu):
             view = _convert_conv_call(op, kernels[callee(op)], nchw_views)
             nchw_views[view] = view.owner.operands[0]
+        elif _nhwc_argument(op) is not None:
+            nchw_views[op.results[0]] = _nhwc_argument(op)
         elif op.name == "linalg.generic" and op.results:
             changed, aligned = _read_nhwc(op, nchw_views)
             if changed and aligned and _writes_activation(op):
