@@ -165,6 +165,41 @@ def test_max_pool_backward_is_eagers(window, dtype):
     compile_and_compare(backward, grad, x, indices, rtol=tol, atol=tol)
 
 
+AVG_WINDOWS = {  # kernel, stride, padding, ceil_mode, count_include_pad, divisor_override
+    "3x3_s1_p1": ([3, 3], [1, 1], [1, 1], False, True, None),
+    "3x3_s2_p1_no_pad_count": ([3, 3], [2, 2], [1, 1], False, False, None),
+    "2x2": ([2, 2], [2, 2], [0, 0], False, True, None),
+    "5x3_ceil": ([5, 3], [3, 2], [2, 1], True, True, None),
+    "ceil_no_pad_count": ([3, 3], [2, 2], [1, 1], True, False, None),
+    "override": ([3, 2], [2, 1], [1, 0], True, True, 5),
+    "window_past_the_input": ([15, 15], [15, 15], [0, 0], True, True, None),
+}
+
+
+@pytest.mark.parametrize("window", sorted(AVG_WINDOWS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(2, 5, 13, 11), (1, 1, 1, 7), (0, 2, 5, 4)], ids=["odd", "one_row", "empty_batch"])
+def test_avg_pool_backward_is_eagers(window, dtype, shape):
+    """The gradient of an average pool, gathered per input element: each window's
+    gradient over its divisor (padding counted or not, ceil_mode's partial windows,
+    divisor_override), added in eager's order of windows."""
+    args = AVG_WINDOWS[window]
+    if shape[2] + 2 * args[2][0] < args[0][0] and not args[3]:
+        pytest.skip("no window fits")
+    torch.manual_seed(0)
+    x = torch.randn(shape).to(dtype)
+    out = torch.ops.aten.avg_pool2d(x, *args)
+    grad = torch.randn(out.shape).to(dtype)
+
+    def backward(grad, x):
+        return torch.ops.aten.avg_pool2d_backward(grad, x, *args)
+
+    tol = 1e-2 if dtype == torch.bfloat16 else 0
+    compile_and_compare(backward, grad, x, rtol=tol, atol=tol)
+    compile_and_compare(backward, grad, x.contiguous(memory_format=torch.channels_last), rtol=tol, atol=tol)
+    assert mlirc.stats().fallback_nodes == 0, mlirc.stats().summary()
+
+
 def test_cnn_training_step_compiles_but_dropout():
     """A small CNN's forward and backward: convolutions' backward as library calls,
     max pooling with its indices and backward generated; gradients equal eager's."""

@@ -71,9 +71,9 @@ def _train_step(model: nn.Module, x: torch.Tensor, compiled: bool) -> tuple[torc
     [
         (3, 3, 8, (11, 7), nn.AdaptiveAvgPool2d(1)),
         (1, 5, 6, (9, 9), nn.MaxPool2d(2, ceil_mode=True)),
-        (2, 2, 13, (6, 10), nn.MaxPool2d(3, stride=1, padding=1)),
+        (2, 2, 13, (6, 10), nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False)),
     ],
-    ids=["avgpool_odd", "batch1_maxpool", "prime_channels_maxpool"],
+    ids=["avgpool_odd", "batch1_maxpool", "prime_channels_avgpool"],
 )
 @pytest.mark.parametrize("input_grad", [False, True])
 @pytest.mark.parametrize("device", DEVICES)

@@ -11,7 +11,7 @@ imported; the importer and the partitioner read the table from here.  No
 lowering file imports the importer or another lowering file.
 """
 
-from mlirc.frontend.lowerings import distance, elementwise, nn, scan, scatter, search, tensor  # noqa: F401
+from mlirc.frontend.lowerings import distance, elementwise, nn, pooling, scan, scatter, search, tensor  # noqa: F401
 from mlirc.frontend.lowerings.api import CHECKS, LOWERINGS
 
 __all__ = ["CHECKS", "LOWERINGS"]

@@ -1,0 +1,313 @@
+"""Lowerings of pooling: max (with eager's indices) and average, and their backward."""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+
+import torch
+import torch.fx as fx
+from mlir import ir
+
+from mlirc.dialects import builders as b
+from mlirc.dialects import shapes
+from mlirc.frontend.lowerings.api import (
+    LoweringContext,
+    arg,
+    narrow_to_out,
+    node_meta,
+    opmath_dtype,
+    out_dtype,
+    out_shape,
+    register,
+)
+
+aten = torch.ops.aten
+
+
+def _only_first_result_used(node: fx.Node) -> str | None:
+    for user in node.users:
+        if user.target is not operator.getitem or user.args[1] != 0:
+            return "only the first result of this op can be lowered"
+    return None
+
+
+def _pool_check(node: fx.Node) -> str | None:
+    shape = node_meta(node.args[0]).shape
+    if len(shape) != 4:
+        return "only batched 2-D pooling"
+    if out_dtype(node) in (torch.uint8, torch.bool):  # the pool compares signed
+        return f"max pooling of {out_dtype(node)}"
+    if _indices_used(node) and not all(isinstance(n, int) for n in shape):
+        return "the indices of a pooling of symbolic size"
+    return None
+
+
+@register(aten.max_pool2d_with_indices.default, check=_pool_check)
+def _max_pool2d(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value | None]:
+    x = lctx.value(node.args[0])
+    kernel = list(node.args[1])
+    stride = list(arg(node, 2, "stride", None) or kernel)
+    padding = list(arg(node, 3, "padding", [0, 0]))
+    dilation = list(arg(node, 4, "dilation", [1, 1]))
+    expand = lambda v: v * 2 if len(v) == 1 else v
+    kernel, stride, padding, dilation = expand(kernel), expand(stride), expand(padding), expand(dilation)
+    kernel = _reachable_kernel(kernel, shapes.shape_of(x)[-2:], padding, dilation)
+    result_type = shapes.tensor_type(out_shape(node), shapes.elem_of(x))
+    indices = None
+    if _indices_used(node):  # max_pool2d's backward reads them
+        indices = _max_pool_indices(lctx, node, x, (kernel, stride, padding, dilation))
+    if arg(node, 5, "ceil_mode", False):
+        x, padding = _pad_for_ceil_mode(lctx, node, x, kernel, stride, padding, dilation), [0, 0]
+    out = b.create(
+        "max_pool2d", [x], result_type,
+        kernel=kernel, stride=stride, padding=padding, dilation=dilation,
+    )  # fmt: skip
+    return out, indices
+
+
+def _indices_used(node: fx.Node) -> bool:
+    return _only_first_result_used(node) is not None
+
+
+def _max_pool_indices(lctx: LoweringContext, node: fx.Node, x: ir.Value, window: tuple[list[int], ...]) -> ir.Value:
+    """Where each window's maximum lies (h * W + w in its input plane), as eager's
+    kernels choose it: walking the window's taps on the input in order, a tap is
+    taken where it is greater than the maximum so far or NaN -- the first of equal
+    maxima, the last NaN -- starting from the first tap on the input.  A chain of
+    selects over the window's strided slices, which fuses into one kernel."""
+    kernel, stride, padding, dilation = window
+    dtype = out_dtype(node)
+    height, width = shapes.shape_of(x)[2:]
+    grid = list(out_shape(node))
+    lowest = -math.inf if dtype.is_floating_point else torch.iinfo(dtype).min
+    x = _pad_for_ceil_mode(lctx, node, x, kernel, stride, padding, dilation)  # as far as every window reaches
+    i64 = shapes.element_type(torch.int64)
+    k = lambda v: lctx.typed(v, torch.int64)  # noqa: E731
+    rows, cols = b.iota(grid, 2, i64), b.iota(grid, 3, i64)
+    best, index, seen = lctx.typed(lowest, dtype), k(0), lctx.typed(False, torch.bool)
+    for kh in range(kernel[0]):
+        ih = b.elementwise("add", b.elementwise("mul", rows, k(stride[0])), k(kh * dilation[0] - padding[0]))
+        for kw in range(kernel[1]):
+            iw = b.elementwise("add", b.elementwise("mul", cols, k(stride[1])), k(kw * dilation[1] - padding[1]))
+            tap = b.slice_(x, [0, 0, kh * dilation[0], kw * dilation[1]], [1, 1, *stride], grid)
+            on_input = _all(
+                b.elementwise("ge", ih, k(0)), b.elementwise("lt", ih, k(height)),
+                b.elementwise("ge", iw, k(0)), b.elementwise("lt", iw, k(width)),
+            )  # fmt: skip
+            greater = b.elementwise("gt", tap, best)
+            if dtype.is_floating_point:
+                greater = b.elementwise("logical_or", greater, b.elementwise("isnan", tap))
+            taken = b.elementwise("logical_and", on_input, greater)
+            first = b.elementwise("logical_and", on_input, b.elementwise("logical_not", seen))
+            position = b.elementwise("add", b.elementwise("mul", ih, k(width)), iw)
+            index = b.elementwise("select", b.elementwise("logical_or", taken, first), position, index)
+            best = b.elementwise("select", taken, tap, best)
+            seen = b.elementwise("logical_or", seen, on_input)
+    return index
+
+
+def _pool_backward_check(node: fx.Node) -> str | None:
+    shape = node_meta(node.args[1]).shape
+    if len(shape) != 4 or not all(isinstance(n, int) for n in [*shape, *node_meta(node.args[0]).shape]):
+        return "only batched 2-D pooling of static size"
+    return None if out_dtype(node).is_floating_point else f"a {out_dtype(node)} gradient"
+
+
+@register(aten.max_pool2d_with_indices_backward.default, check=_pool_backward_check)
+def _max_pool2d_backward(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """Each input element's gradient, gathered: the sum of the output gradients of the
+    windows that chose it (their index is its h * W + w).  For each tap, the window
+    that would read this element through that tap is at ((h + p - kh * d) / s, ...)
+    where that divides and lies on the output.  The taps go in reverse, so that the
+    windows add in the output's row-major order, as eager's kernels add them, in
+    opmath (float32 for halves), from +0."""
+    grad, _, kernel, stride, padding, dilation = node.args[:6]
+    stride = _pair(stride or kernel)
+    kernel, padding, dilation = _pair(kernel), _pair(padding), _pair(dilation)
+    dtype = opmath_dtype(node)
+    n, c, height, width = node_meta(node.args[1]).shape
+    out_h, out_w = node_meta(grad).shape[2:]
+    i64 = shapes.element_type(torch.int64)
+    k = lambda v: lctx.typed(v, torch.int64)  # noqa: E731
+    flat = [n, c, out_h * out_w]
+    grads = b.reshape(lctx.typed(grad, dtype), flat)
+    chosen = b.reshape(lctx.value(node.args[7]), flat)
+    grid = [n, c, height, width]
+    rows, cols = b.iota(grid, 2, i64), b.iota(grid, 3, i64)
+    here = b.elementwise("add", b.elementwise("mul", rows, k(width)), cols)
+    total, zero = lctx.typed(0.0, dtype), lctx.typed(0.0, dtype)
+    for kh in reversed(range(kernel[0])):
+        on_h, out_row = _window_of(rows, padding[0] - kh * dilation[0], stride[0], out_h, k)
+        for kw in reversed(range(kernel[1])):
+            on_w, out_col = _window_of(cols, padding[1] - kw * dilation[1], stride[1], out_w, k)
+            on = b.elementwise("logical_and", on_h, on_w)
+            window = b.elementwise("add", b.elementwise("mul", out_row, k(out_w)), out_col)
+            window = b.reshape(b.elementwise("select", on, window, k(0)), [n, c, height * width])
+            picks = b.reshape(
+                b.create("gather", [chosen, window], shapes.tensor_type([n, c, height * width], i64), dim=2), grid
+            )
+            value = b.create(
+                "gather", [grads, window], shapes.tensor_type([n, c, height * width], shapes.elem_of(grads)), dim=2
+            )
+            hit = b.elementwise("logical_and", on, b.elementwise("eq", picks, here))
+            total = b.elementwise("add", total, b.elementwise("select", hit, b.reshape(value, grid), zero))
+    return narrow_to_out(total, node)
+
+
+def _window_of(position: ir.Value, offset: int, stride: int, size: int, k: Callable) -> tuple[ir.Value, ir.Value]:
+    """(whether, which): the output position whose window reads `position` at the
+    tap `offset` away, where the stride divides and it lies on the output."""
+    shifted = b.elementwise("add", position, k(offset))
+    which = b.elementwise("floor_div", shifted, k(stride))
+    whether = _all(
+        b.elementwise("ge", shifted, k(0)),
+        b.elementwise("eq", b.elementwise("remainder", shifted, k(stride)), k(0)),
+        b.elementwise("lt", which, k(size)),
+    )
+    return whether, which
+
+
+def _all(*conditions: ir.Value) -> ir.Value:
+    result = conditions[0]
+    for condition in conditions[1:]:
+        result = b.elementwise("logical_and", result, condition)
+    return result
+
+
+def _pad_for_ceil_mode(
+    lctx: LoweringContext, node: fx.Node, x: ir.Value, kernel: list[int], stride: list[int],
+    padding: list[int], dilation: list[int],
+) -> ir.Value:  # fmt: skip
+    """ceil_mode's last, partial windows as whole ones: pad the high side with the
+    lowest value, as far as the last window (whose size torch already decided) reaches."""
+    shape = shapes.shape_of(x)
+    out_hw = out_shape(node)[2:]
+    high = [
+        max(padding[i], (out_hw[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - shape[2 + i] - padding[i])
+        for i in range(2)
+    ]
+    dtype = out_dtype(node)
+    lowest = -math.inf if dtype.is_floating_point else torch.iinfo(dtype).min
+    padded = [*shape[:2], shape[2] + padding[0] + high[0], shape[3] + padding[1] + high[1]]
+    return b.create(
+        "pad", [x, lctx.typed(lowest, dtype)], shapes.torch_tensor_type(padded, dtype),
+        low=[0, 0, *padding], high=[0, 0, *high],
+    )  # fmt: skip
+
+
+def _reachable_kernel(kernel: list[int], size: list[int], padding: list[int], dilation: list[int]) -> list[int]:
+    """A pooling window cut to the taps that can land on the padded input: the rest
+    fall on ceil_mode's overhang, which neither a max nor an average counts.  Torch
+    allows windows far larger than the input under ceil_mode (EfficientNet's head pools
+    a 5x5 map with a 1280x1280 window); padded out whole, that was a 1280x1280 plane
+    per channel."""
+    return [
+        k if n is None else min(k, -(-(n + 2 * p) // d))  # a symbolic size: the window as given
+        for k, n, p, d in zip(kernel, size, padding, dilation, strict=True)
+    ]
+
+
+def _pair(values: list[int] | tuple[int, ...]) -> list[int]:
+    """A pooling argument for both spatial dims (torch accepts one for both)."""
+    return list(values) * 2 if len(values) == 1 else list(values)
+
+
+def _avg_pool_check(node: fx.Node) -> str | None:
+    if not out_dtype(node).is_floating_point:
+        return f"{out_dtype(node)} average pooling"
+    return None if len(node_meta(node.args[0]).shape) in (3, 4) else "only 2-D pooling"
+
+
+class _AvgWindows:
+    """An average pooling's windows over an input plane, from the op's arguments
+    starting at `first` (the input itself: 0 for the forward, 1 for the backward)."""
+
+    def __init__(self, node: fx.Node, first: int, input_hw: list[int], out_hw: list[int]) -> None:
+        kernel = _pair(node.args[first + 1])
+        self.stride = _pair(arg(node, first + 2, "stride", None) or kernel)
+        self.padding = _pair(arg(node, first + 3, "padding", [0, 0]))
+        self.include_pad = arg(node, first + 5, "count_include_pad", True)
+        self.override = arg(node, first + 6, "divisor_override", None)
+        self.input_hw, self.out_hw = input_hw, out_hw
+        self.kernel = _reachable_kernel(kernel, input_hw, self.padding, [1, 1])
+        # ceil_mode's last windows reach past the padding: counted by neither sum nor divisor
+        self.overhang = [
+            max(0, (out_hw[i] - 1) * self.stride[i] + self.kernel[i] - (input_hw[i] + 2 * self.padding[i]))
+            for i in range(2)
+        ]
+
+    def sums(self, lctx: LoweringContext, planes: ir.Value, pad_value: float, dtype: torch.dtype) -> ir.Value:
+        """Each window's sum over `planes` ([count, 1, H, W]), the padding read as `pad_value`."""
+        count = shapes.shape_of(planes)[0]
+        (height, width), padding, overhang = self.input_hw, self.padding, self.overhang
+        padded = [count, 1, height + 2 * padding[0] + overhang[0], width + 2 * padding[1] + overhang[1]]
+        inner = b.create(
+            "pad", [planes, lctx.typed(pad_value, dtype)],
+            shapes.torch_tensor_type([count, 1, height + 2 * padding[0], width + 2 * padding[1]], dtype),
+            low=[0, 0, *padding], high=[0, 0, *padding],
+        )  # fmt: skip
+        outer = b.create(
+            "pad", [inner, lctx.typed(0.0, dtype)], shapes.torch_tensor_type(padded, dtype),
+            low=[0, 0, 0, 0], high=[0, 0, *overhang],
+        )  # fmt: skip
+        ones = b.broadcast(lctx.typed(1.0, dtype), [1, 1, *self.kernel])
+        result_type = shapes.torch_tensor_type([count, 1, *self.out_hw], dtype)
+        # exact: float32 window sums, never TF32 (cuDNN's default for float32 convolutions)
+        return b.create(
+            "conv2d", [outer, ones], result_type, stride=self.stride, padding=[0, 0], dilation=[1, 1], groups=1, exact=1
+        )
+
+    def divisor(self, lctx: LoweringContext, dtype: torch.dtype) -> ir.Value:
+        """What each window divides by ([1, 1, out_h, out_w], or a scalar): the elements
+        torch counts (padding or not, never ceil_mode's overhang), or divisor_override."""
+        if self.override:
+            return lctx.typed(float(self.override), dtype)
+        mask = b.broadcast(lctx.typed(1.0, dtype), [1, 1, *self.input_hw])
+        return self.sums(lctx, mask, 1.0 if self.include_pad else 0.0, dtype)
+
+
+@register(aten.avg_pool2d.default, check=_avg_pool_check)
+def _avg_pool2d(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """Window sums as a convolution of each channel with ones, divided by the same
+    convolution of a mask (_AvgWindows.divisor)."""
+    dtype = out_dtype(node)
+    x = lctx.typed(node.args[0], dtype)
+    shape = list(shapes.shape_of(x))
+    windows = _AvgWindows(node, 0, shape[-2:], list(out_shape(node)[-2:]))
+    planes = math.prod(shape[:-2])
+    sums = windows.sums(lctx, b.reshape(x, [planes, 1, *shape[-2:]]), 0.0, dtype)
+    return b.reshape(b.elementwise("div", sums, windows.divisor(lctx, dtype)), lctx.shape(node))
+
+
+@register(aten.avg_pool2d_backward.default, check=_pool_backward_check)
+def _avg_pool2d_backward(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """Each input element's gradient, gathered: the sum over the windows that read it
+    of their output gradient over their divisor.  As in max pooling's backward, the
+    window reading an element through a tap is found by division, and the taps go in
+    reverse so that windows add in the output's row-major order, as eager's kernel
+    adds them (in opmath, from +0)."""
+    dtype = opmath_dtype(node)
+    grad = lctx.typed(node.args[0], dtype)
+    n, c, height, width = node_meta(node.args[1]).shape
+    out_h, out_w = node_meta(node.args[0]).shape[2:]
+    windows = _AvgWindows(node, 1, [height, width], [out_h, out_w])
+    share = b.reshape(b.elementwise("div", grad, windows.divisor(lctx, dtype)), [n, c, out_h * out_w])
+    i64 = shapes.element_type(torch.int64)
+    k = lambda v: lctx.typed(v, torch.int64)  # noqa: E731
+    grid = [n, c, height, width]
+    rows, cols = b.iota(grid, 2, i64), b.iota(grid, 3, i64)
+    total, zero = lctx.typed(0.0, dtype), lctx.typed(0.0, dtype)
+    for kh in reversed(range(windows.kernel[0])):
+        on_h, out_row = _window_of(rows, windows.padding[0] - kh, windows.stride[0], out_h, k)
+        for kw in reversed(range(windows.kernel[1])):
+            on_w, out_col = _window_of(cols, windows.padding[1] - kw, windows.stride[1], out_w, k)
+            on = b.elementwise("logical_and", on_h, on_w)
+            window = b.elementwise("add", b.elementwise("mul", out_row, k(out_w)), out_col)
+            window = b.reshape(b.elementwise("select", on, window, k(0)), [n, c, height * width])
+            value = b.create(
+                "gather", [share, window], shapes.tensor_type([n, c, height * width], shapes.elem_of(share)), dim=2
+            )
+            total = b.elementwise("add", total, b.elementwise("select", on, b.reshape(value, grid), zero))
+    return narrow_to_out(total, node)
