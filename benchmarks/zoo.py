@@ -18,6 +18,7 @@ speedup is the model's.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import subprocess
 import sys
@@ -51,7 +52,7 @@ class _MainOutput(nn.Module):
 @dataclass(frozen=True)
 class ZooModel:
     family: str  # cnn, vit, encoder, decoder, mixer
-    source: str  # "transformers:<ModelClass>" or "timm:<model name>"
+    source: str  # "transformers:<ModelClass>", "timm:<model name>" or "timm:<module>.<ModelClass>"
     config: dict = field(default_factory=dict)  # transformers config fields / timm kwargs
     batch: int = 8  # the throughput batch (the other is 1)
     tokens: int = TOKENS
@@ -61,6 +62,9 @@ class ZooModel:
         if library == "timm":
             import timm
 
+            if "." in name:
+                module, cls = name.rsplit(".", 1)
+                return getattr(importlib.import_module(f"timm.models.{module}"), cls)(**self.config), None
             return timm.create_model(name, pretrained=False, **self.config), None
         import transformers
 
@@ -136,7 +140,10 @@ ZOO: dict[str, ZooModel] = {
         "transformers:Dinov2Model",
         {"hidden_size": 384, "num_attention_heads": 6, "num_hidden_layers": _layers(12)},
     ),
-    "mixer_b16": ZooModel("mixer", "timm:mixer_b16_224", {"depth": _layers(12)}, batch=4),
+    # the class itself: timm's registered mixer_b16_224 fixes its depth
+    "mixer_b16": ZooModel(
+        "mixer", "timm:mlp_mixer.MlpMixer", {"patch_size": 16, "embed_dim": 768, "num_blocks": _layers(12)}, batch=4
+    ),
     # encoders
     "bert_base": ZooModel("encoder", "transformers:BertModel", {**_BERT_BASE, "num_hidden_layers": _layers(12)}),
     "roberta_base": ZooModel("encoder", "transformers:RobertaModel", {**_BERT_BASE, "num_hidden_layers": _layers(12)}),
