@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.fx as fx
@@ -118,42 +118,57 @@ def _pool_backward_check(node: fx.Node) -> str | None:
 @register(aten.max_pool2d_with_indices_backward.default, check=_pool_backward_check)
 def _max_pool2d_backward(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     """Each input element's gradient, gathered: the sum of the output gradients of the
-    windows that chose it (their index is its h * W + w).  For each tap, the window
-    that would read this element through that tap is at ((h + p - kh * d) / s, ...)
-    where that divides and lies on the output.  The taps go in reverse, so that the
-    windows add in the output's row-major order, as eager's kernels add them, in
-    opmath (float32 for halves), from +0."""
+    windows that chose it (their index is its h * W + w), found per tap
+    (_windows_reading), in opmath (float32 for halves), from +0."""
     grad, _, kernel, stride, padding, dilation = node.args[:6]
     stride = _pair(stride or kernel)
     kernel, padding, dilation = _pair(kernel), _pair(padding), _pair(dilation)
     dtype = opmath_dtype(node)
     n, c, height, width = node_meta(node.args[1]).shape
     out_h, out_w = node_meta(grad).shape[2:]
-    i64 = shapes.element_type(torch.int64)
-    k = lambda v: lctx.typed(v, torch.int64)  # noqa: E731
     flat = [n, c, out_h * out_w]
     grads = b.reshape(lctx.typed(grad, dtype), flat)
     chosen = b.reshape(lctx.value(node.args[7]), flat)
     grid = [n, c, height, width]
-    rows, cols = b.iota(grid, 2, i64), b.iota(grid, 3, i64)
-    here = b.elementwise("add", b.elementwise("mul", rows, k(width)), cols)
+    i64 = shapes.element_type(torch.int64)
+    here = b.elementwise(
+        "add", b.elementwise("mul", b.iota(grid, 2, i64), lctx.typed(width, torch.int64)), b.iota(grid, 3, i64)
+    )
     total, zero = lctx.typed(0.0, dtype), lctx.typed(0.0, dtype)
-    for kh in reversed(range(kernel[0])):
-        on_h, out_row = _window_of(rows, padding[0] - kh * dilation[0], stride[0], out_h, k)
-        for kw in reversed(range(kernel[1])):
-            on_w, out_col = _window_of(cols, padding[1] - kw * dilation[1], stride[1], out_w, k)
-            on = b.elementwise("logical_and", on_h, on_w)
-            window = b.elementwise("add", b.elementwise("mul", out_row, k(out_w)), out_col)
-            window = b.reshape(b.elementwise("select", on, window, k(0)), [n, c, height * width])
-            picks = b.reshape(
-                b.create("gather", [chosen, window], shapes.tensor_type([n, c, height * width], i64), dim=2), grid
-            )
-            value = b.create(
-                "gather", [grads, window], shapes.tensor_type([n, c, height * width], shapes.elem_of(grads)), dim=2
-            )
-            hit = b.elementwise("logical_and", on, b.elementwise("eq", picks, here))
-            total = b.elementwise("add", total, b.elementwise("select", hit, b.reshape(value, grid), zero))
+    for on, window in _windows_reading(lctx, grid, [out_h, out_w], kernel, stride, padding, dilation):
+        picks, value = b.reshape(_gather(chosen, window), grid), b.reshape(_gather(grads, window), grid)
+        hit = b.elementwise("logical_and", on, b.elementwise("eq", picks, here))
+        total = b.elementwise("add", total, b.elementwise("select", hit, value, zero))
     return narrow_to_out(total, node)
+
+
+def _windows_reading(
+    lctx: LoweringContext, grid: list[int], out_hw: list[int], kernel: list[int], stride: list[int],
+    padding: list[int], dilation: list[int],
+) -> Iterator[tuple[ir.Value, ir.Value]]:  # fmt: skip
+    """Per tap, last first (so that windows add in the output's row-major order, as
+    eager's backward kernels add them): whether a window reads each input element of
+    `grid` through that tap, and which (its flat output index per element, [N, C, H*W],
+    0 where none does).  The window reading h through tap kh is (h + p - kh * d) / s,
+    where that divides and lies on the output."""
+    n, c, height, width = grid
+    i64 = shapes.element_type(torch.int64)
+    k = lambda v: lctx.typed(v, torch.int64)  # noqa: E731
+    rows, cols = b.iota(grid, 2, i64), b.iota(grid, 3, i64)
+    for kh in reversed(range(kernel[0])):
+        on_h, out_row = _window_of(rows, padding[0] - kh * dilation[0], stride[0], out_hw[0], k)
+        for kw in reversed(range(kernel[1])):
+            on_w, out_col = _window_of(cols, padding[1] - kw * dilation[1], stride[1], out_hw[1], k)
+            on = b.elementwise("logical_and", on_h, on_w)
+            window = b.elementwise("add", b.elementwise("mul", out_row, k(out_hw[1])), out_col)
+            yield on, b.reshape(b.elementwise("select", on, window, k(0)), [n, c, height * width])
+
+
+def _gather(values: ir.Value, window: ir.Value) -> ir.Value:
+    """values[n, c, window[n, c, i]] ([N, C, out_h*out_w] values)."""
+    return b.create(
+        "gather", [values, window], shapes.tensor_type(shapes.shape_of(window), shapes.elem_of(values)), dim=2
+    )
 
 
 def _window_of(position: ir.Value, offset: int, stride: int, size: int, k: Callable) -> tuple[ir.Value, ir.Value]:
@@ -284,30 +299,16 @@ def _avg_pool2d(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 @register(aten.avg_pool2d_backward.default, check=_pool_backward_check)
 def _avg_pool2d_backward(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     """Each input element's gradient, gathered: the sum over the windows that read it
-    of their output gradient over their divisor.  As in max pooling's backward, the
-    window reading an element through a tap is found by division, and the taps go in
-    reverse so that windows add in the output's row-major order, as eager's kernel
-    adds them (in opmath, from +0)."""
+    of their output gradient over their divisor (_windows_reading), in opmath, from +0."""
     dtype = opmath_dtype(node)
     grad = lctx.typed(node.args[0], dtype)
     n, c, height, width = node_meta(node.args[1]).shape
     out_h, out_w = node_meta(node.args[0]).shape[2:]
     windows = _AvgWindows(node, 1, [height, width], [out_h, out_w])
     share = b.reshape(b.elementwise("div", grad, windows.divisor(lctx, dtype)), [n, c, out_h * out_w])
-    i64 = shapes.element_type(torch.int64)
-    k = lambda v: lctx.typed(v, torch.int64)  # noqa: E731
     grid = [n, c, height, width]
-    rows, cols = b.iota(grid, 2, i64), b.iota(grid, 3, i64)
     total, zero = lctx.typed(0.0, dtype), lctx.typed(0.0, dtype)
-    for kh in reversed(range(windows.kernel[0])):
-        on_h, out_row = _window_of(rows, windows.padding[0] - kh, windows.stride[0], out_h, k)
-        for kw in reversed(range(windows.kernel[1])):
-            on_w, out_col = _window_of(cols, windows.padding[1] - kw, windows.stride[1], out_w, k)
-            on = b.elementwise("logical_and", on_h, on_w)
-            window = b.elementwise("add", b.elementwise("mul", out_row, k(out_w)), out_col)
-            window = b.reshape(b.elementwise("select", on, window, k(0)), [n, c, height * width])
-            value = b.create(
-                "gather", [share, window], shapes.tensor_type([n, c, height * width], shapes.elem_of(share)), dim=2
-            )
-            total = b.elementwise("add", total, b.elementwise("select", on, b.reshape(value, grid), zero))
+    taps = _windows_reading(lctx, grid, [out_h, out_w], windows.kernel, windows.stride, windows.padding, [1, 1])
+    for on, window in taps:
+        total = b.elementwise("add", total, b.elementwise("select", on, b.reshape(_gather(share, window), grid), zero))
     return narrow_to_out(total, node)
