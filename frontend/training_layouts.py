@@ -30,6 +30,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 from torch._guards import TracingContext, detect_fake_mode
+from torch._prims_common import make_channels_last_2d_strides_for
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 from mlirc.backends.host_wrapper import with_strides
@@ -40,11 +41,6 @@ log = logging.getLogger(__name__)
 CONVOLUTIONS = frozenset({torch.ops.aten.convolution.default})
 
 
-def channels_last_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    n, c, h, w = shape
-    return (h * w * c, 1, w * c, c)
-
-
 def _static(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and all(isinstance(d, int) for d in (*value.shape, *value.stride()))
 
@@ -52,8 +48,10 @@ def _static(value: Any) -> bool:
 def _saved_activation(node: Any) -> bool:
     """A 4-D value the graph computes with more than one channel and pixel: NHWC is
     a different layout from NCHW for it."""
-    meta = node.meta.get("val") if isinstance(node, fx.Node) else None
-    if node is None or node.op != "call_function" or not _static(meta) or meta.dim() != 4:
+    if not isinstance(node, fx.Node) or node.op != "call_function":
+        return False
+    meta = node.meta.get("val")
+    if not _static(meta) or meta.dim() != 4:
         return False
     _, c, h, w = meta.shape
     return c > 1 and h * w > 1
@@ -75,7 +73,7 @@ def keep_saved_channels_last(gm: fx.GraphModule, saved_from: int | None) -> list
     changed = False
     for i in range(saved_from, len(results)):
         if results[i] not in visible and _saved_activation(results[i]):
-            strides[i] = channels_last_strides(metas[i].shape)
+            strides[i] = make_channels_last_2d_strides_for(metas[i].shape)
             changed = True
     if not changed:
         return None

@@ -247,8 +247,8 @@ def _propagate(entry: func.FuncOp, kernels: dict[str, func.FuncOp], on_gpu: bool
         if op.name == "func.call" and _convertible(kernels.get(callee(op)), op, on_gpu):
             view = _convert_conv_call(op, kernels[callee(op)], nchw_views)
             nchw_views[view] = view.owner.operands[0]
-        elif _nhwc_argument(op) is not None:
-            nchw_views[op.results[0]] = _nhwc_argument(op)
+        elif (argument := _nhwc_argument(op)) is not None:
+            nchw_views[op.results[0]] = argument
         elif op.name == "linalg.generic" and op.results:
             changed, aligned = _read_nhwc(op, nchw_views)
             if changed and aligned and _writes_activation(op):
