@@ -217,14 +217,17 @@ GATHERS_AFTER_NORM = {
 def test_normalized_activation_computed_inside_the_gather(gather, activation, channels, size, monkeypatch, tmp_path):
     """Batch norm + activation before a padding or a pool is computed at each gathered
     index inside the gather's kernel (mlirc-fuse-gathered-producers): no kernel writes
-    the activation.  NaN and -inf reach the windows through the convolution's input."""
+    the activation.  NaN (and -inf) reach the windows through the convolution's input."""
     monkeypatch.setattr(config, "dump_dir", str(tmp_path))
     conv, norm = nn.Conv2d(3, channels, 3, padding=1), nn.BatchNorm2d(channels)
     _randomized(norm)
     depthwise = nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
     x = torch.randn(2, 3, size[0], size[1] + 1)[..., 1:]  # non-contiguous
     x[1, :, 0, 0] = float("nan")
-    x[0, 0, -1, -1] = float("-inf")
+    if activation is not F.gelu:
+        # Eager's GELU of +-inf depends on the CPU: AVX-512's vectorized kernel returns
+        # NaN for +inf, where its scalar path (a tensor of one) and the math give +inf.
+        x[0, 0, -1, -1] = float("-inf")
 
     def net(t: torch.Tensor) -> torch.Tensor:
         return depthwise(GATHERS_AFTER_NORM[gather](activation(norm(conv(t)))))
