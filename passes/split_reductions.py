@@ -260,8 +260,45 @@ def _defer_with_broadcast(op: ir.Operation) -> None:
         defer(owner.operation, NAME)
 
 
+def _at_dim_boundaries(shape: list[int], dims: list[int], limits: Limits) -> tuple[list[int], list[int]]:
+    """`_merged`, but a run of reduced dims that splits is cut between its own dims
+    where its inner dims alone make a chunk (at most the chunk, at least an eighth of
+    it): summed over those first, then over the outer ones.  A chunk that cuts across
+    the run's dims (1600 = 40 x 40 in chunks of 256) needs a tail slice and a reshape
+    that no elementwise producer fuses through (a batch-norm-like x * x before a sum
+    over H x W was a kernel of its own); one at a boundary is a plain sum over the
+    input's own dims, into which the producer fuses."""
+    merged: list[int] = []
+    reduced: list[int] = []
+    for d, size in enumerate(shape):
+        if d in dims and d - 1 in dims:
+            continue
+        run = [size]
+        while d in dims and d + len(run) in dims:
+            run.append(shape[d + len(run)])
+        later = shape[d + len(run) :]
+        chunk, _ = limits.of(all(s == 1 for s in later))
+        cut = _boundary(run, chunk) if d in dims and _splits([math.prod(run), *later], 0, limits) else None
+        parts = [run] if cut is None else [run[:cut], run[cut:]]
+        for part in parts:
+            if d in dims:
+                reduced.append(len(merged))
+            merged.append(math.prod(part))
+    return merged, reduced
+
+
+def _boundary(run: list[int], chunk: int) -> int | None:
+    """Where to cut a run of reduced dims: the outermost cut whose inner dims make a chunk."""
+    for cut in range(1, len(run)):
+        inner = math.prod(run[cut:])
+        if max(2, chunk // 8) <= inner <= chunk:
+            return cut
+    return None
+
+
 def _cascade(op: ir.Operation, limits: Limits) -> ir.Value:
-    shape, dims = _merged(list(shapes.shape_of(op.operands[0])), sorted(ir.DenseI64ArrayAttr(op.attributes["dims"])))
+    dims = sorted(ir.DenseI64ArrayAttr(op.attributes["dims"]))
+    shape, dims = _at_dim_boundaries(list(shapes.shape_of(op.operands[0])), dims, limits)
     x = b.reshape(op.operands[0], shape)
     elem = shapes.elem_of(x)
     half = isinstance(elem, (ir.BF16Type, ir.F16Type))

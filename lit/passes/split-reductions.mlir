@@ -37,11 +37,27 @@ func.func @main(%a: tensor<5000xf32>, %b: tensor<300x7xf64>, %c: tensor<2x1024xf
 // Adjacent reduced dims merge first (a whole-tensor sum is one long dim); the
 // result keeps the op's kept dims.
 // CHECK-LABEL: func.func @whole
-// CHECK: "mlirc.reshape"(%arg0) : (tensor<64x300xf32>) -> tensor<19200xf32>
-// CHECK: "mlirc.slice"(%{{.*}}) {{.*}} : (tensor<19200xf32>) -> tensor<18944xf32>
-// CHECK: "mlirc.reshape"(%{{.*}}) : (tensor<18944xf32>) -> tensor<37x512xf32>
+// CHECK: "mlirc.reshape"(%arg0) : (tensor<300x20xf32>) -> tensor<6000xf32>
+// CHECK: "mlirc.slice"(%{{.*}}) {{.*}} : (tensor<6000xf32>) -> tensor<5632xf32>
+// CHECK: "mlirc.reshape"(%{{.*}}) : (tensor<5632xf32>) -> tensor<11x512xf32>
 // CHECK: -> tensor<1x1xf32>
-func.func @whole(%a: tensor<64x300xf32>) -> tensor<1x1xf32> attributes {mlirc.entry} {
+func.func @whole(%a: tensor<300x20xf32>) -> tensor<1x1xf32> attributes {mlirc.entry} {
+  %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 0, 1>, keepdim = true} : (tensor<300x20xf32>) -> tensor<1x1xf32>
+  return %0 : tensor<1x1xf32>
+}
+
+// -----
+
+// A run of reduced dims whose inner dims alone make a chunk (between an eighth of
+// it and all of it) is cut there instead: summed over the inner dims, then the
+// outer, with no reshape across dims and no tail slice (through which no producer
+// fuses).
+// CHECK-LABEL: func.func @at_dim_boundaries
+// CHECK-NOT: mlirc.slice
+// CHECK: %[[ROWS:.*]] = "mlirc.reduce_sum"(%arg0) {dims = array<i64: 1>, keepdim = true} : (tensor<64x300xf32>) -> tensor<64x1xf32>
+// CHECK: "mlirc.reduce_sum"(%[[ROWS]]) {dims = array<i64: 0>, keepdim = true} : (tensor<64x1xf32>) -> tensor<1x1xf32>
+// CHECK-NOT: mlirc.slice
+func.func @at_dim_boundaries(%a: tensor<64x300xf32>) -> tensor<1x1xf32> attributes {mlirc.entry} {
   %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 0, 1>, keepdim = true} : (tensor<64x300xf32>) -> tensor<1x1xf32>
   return %0 : tensor<1x1xf32>
 }
@@ -157,5 +173,21 @@ func.func @gpu_long_rows(%a: tensor<1024x20480xf32>, %b: tensor<1024x4x5000xf32>
   %2 = "mlirc.reduce_sum"(%c) {dims = array<i64: 1>, keepdim = false} : (tensor<1023x20480xf32>) -> tensor<1023xf32>
   %3 = "mlirc.reduce_sum"(%d) {dims = array<i64: 1>, keepdim = false} : (tensor<1024x65537xf32>) -> tensor<1024xf32>
   return %0, %1, %2, %3 : tensor<1024x1xf32>, tensor<1024xf32>, tensor<1023xf32>, tensor<1024xf32>
+}
+}
+
+// -----
+
+// A sum over the pixels of an NHWC image (a global response norm's, 40 x 40 = 1600
+// strided values, past the GPU's 1024) is cut between H and W, not into 6 chunks
+// of 256 and a tail of 64: the x * x before it fuses into the first sum.
+// CHECK-LABEL: func.func @gpu_pixels
+// CHECK-NOT: mlirc.slice
+// CHECK: %[[W:.*]] = "mlirc.reduce_sum"(%arg0) {dims = array<i64: 2>, keepdim = true} : (tensor<2x40x40x16xf32>) -> tensor<2x40x1x16xf32>
+// CHECK: "mlirc.reduce_sum"(%[[W]]) {dims = array<i64: 1>, keepdim = true} : (tensor<2x40x1x16xf32>) -> tensor<2x1x1x16xf32>
+module attributes {mlirc.target = "cuda"} {
+func.func @gpu_pixels(%a: tensor<2x40x40x16xf32>) -> tensor<2x16xf32> attributes {mlirc.entry} {
+  %0 = "mlirc.reduce_sum"(%a) {dims = array<i64: 1, 2>, keepdim = false} : (tensor<2x40x40x16xf32>) -> tensor<2x16xf32>
+  return %0 : tensor<2x16xf32>
 }
 }
