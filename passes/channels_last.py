@@ -17,9 +17,10 @@ copies per convolution, so the layout travels with the data instead:
 3. A "to NHWC" permute of a "back to NCHW" one is the identity, which
    canonicalization erases: between two convolutions nothing is copied.
 
-An argument whose buffer is already NHWC (a training backward's saved activations,
-frontend/training_layouts.py) is read through the importer's "back to NCHW" permute
-of it, which seeds step 2 as a convolution's result does.
+A "back to NCHW" permute that is in the graph already seeds step 2 as a
+convolution's result does: the importer's, of an argument whose buffer is NHWC (a
+training backward's saved activations, frontend/training_layouts.py), and a model's
+own (a channels-first layer norm computed as permute, norm over C, permute back).
 
 What is left are permutes at the edges (the network's input, a flatten, a
 result), each a copy kernel.  Pooling ops become generics first, so that they
@@ -233,10 +234,14 @@ def _write_nhwc(op: ir.Operation) -> ir.Value:
     return _nhwc_result(op, result, users)
 
 
-def _nhwc_argument(op: ir.Operation) -> ir.Value | None:
-    """The argument behind an NCHW view of a channels-last argument (the importer's
-    permute of its buffer): a training backward's saved activations and gradients."""
-    if op.name != "linalg.generic" or not isinstance(op.operands[0].owner, ir.Block):
+def _nhwc_source(op: ir.Operation, nchw_views: dict) -> ir.Value | None:
+    """The NHWC tensor behind a "back to NCHW" permute that the model (or the
+    importer) wrote itself: the importer's permute of a channels-last argument (a
+    training backward's saved activations and gradients), a channels-first layer
+    norm's permute back (timm's LayerNorm2d: permute, layer norm over C, permute
+    back; ConvNeXt's stem, whose result the stage's residual adds read).  Readers
+    then take the NHWC tensor as they take a convolution's result."""
+    if op.name != "linalg.generic" or op.operands[0] in nchw_views:
         return None
     return op.operands[0] if generic_perm(op) == list(TO_NCHW) else None
 
@@ -247,8 +252,8 @@ def _propagate(entry: func.FuncOp, kernels: dict[str, func.FuncOp], on_gpu: bool
         if op.name == "func.call" and _convertible(kernels.get(callee(op)), op, on_gpu):
             view = _convert_conv_call(op, kernels[callee(op)], nchw_views)
             nchw_views[view] = view.owner.operands[0]
-        elif (argument := _nhwc_argument(op)) is not None:
-            nchw_views[op.results[0]] = argument
+        elif (source := _nhwc_source(op, nchw_views)) is not None:
+            nchw_views[op.results[0]] = source
         elif op.name == "linalg.generic" and op.results:
             changed, aligned = _read_nhwc(op, nchw_views)
             if changed and aligned and _writes_activation(op):
