@@ -68,6 +68,9 @@ CPU_LAYOUT = [
 # GPU, before fusion: cuDNN's convolutions on channels-last activations, as the CPU's.
 GPU_LAYOUT = ["mlirc-channels-last", "canonicalize", "cse"]
 KERNELS = [
+    # twice: on single ops, then on the bodies fusion made (a GELU, seven ops in one)
+    "mlirc-recompute-cheap-producers",
+    "mlirc-fuse-elementwise",
     "mlirc-recompute-cheap-producers",
     "mlirc-fuse-elementwise",
     "mlirc-fuse-gathered-producers",

@@ -9,39 +9,64 @@ was a kernel of its own writing twice the input's bytes (a training batch norm's
 largest kernel) for two kernels to read back.  Copied per reader, each sum converts
 the elements it reads.
 
-Taken: all-parallel generics with one result and a small body (at most
-MAX_RECOMPUTED_OPS ops) of arithmetic without division, transcendental functions or
-gathers, read only as an input of linalg generics, each through a permutation of
-all of the reader's loops: every element is computed once per reader, as often as
-the reader would have read it back.
+Taken: all-parallel generics with one result and a small body (COSTS, per target)
+without gathers, read only as an input of linalg generics, each through a
+permutation of all of the reader's loops: every element is computed once per
+reader, as often as the reader would have read it back.  On the CPU the body is a
+few ops of arithmetic without division or transcendental functions (kernels there
+can be compute-bound: SLEEF's tanhf was most of an elementwise chain's time).  A
+GPU kernel between GEMMs is memory-bound: there a GELU of a GEMM's result (erf and
+all) read by a sum over pixels and by the elementwise op after it is computed in
+both (as Inductor inlines pointwise work into each reader) instead of written out
+whole and read back twice (ConvNeXt-V2's global response norm).  The pass runs
+before elementwise fusion, on single ops, and again after it, on the fused bodies
+(mlirc-stage-kernels): a GELU is a fused body of seven ops, whose last op alone
+reads two full tensors.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 
+from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.passes.ir_utils import nested_ops
 from mlirc.passes.linalg_utils import all_parallel, elem_bytes, indexing_maps
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-recompute-cheap-producers"
-MAX_RECOMPUTED_OPS = 4  # body ops, the yield included
-COSTLY_OPS = frozenset(
-    {
-        "arith.divf", "arith.remf", "arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
-        "arith.floordivsi", "arith.ceildivsi", "tensor.extract",
-    }
+DIVISIONS = frozenset(
+    {"arith.divf", "arith.remf", "arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
+     "arith.ceildivsi"}
 )  # fmt: skip
+GATHERS = frozenset({"tensor.extract"})  # a copy per reader would gather again
 
 
-def _cheap(producer: ir.Operation) -> bool:
+@dataclass(frozen=True)
+class Cost:
+    """What a producer's body may hold to be computed again in each reader."""
+
+    max_ops: int  # body ops, the yield included
+    costly: frozenset[str]  # ops never recomputed
+    transcendental: bool  # math.* ops
+
+
+COSTS = {
+    "cpu": Cost(max_ops=4, costly=DIVISIONS | GATHERS, transcendental=False),
+    # Inductor's bound on the ops it inlines into each reader is 30 (realize_opcount_threshold)
+    "cuda": Cost(max_ops=24, costly=GATHERS, transcendental=True),
+}
+
+
+def _cheap(producer: ir.Operation, cost: Cost) -> bool:
     if producer.name != "linalg.generic" or len(producer.results) != 1:
         return False
     if not all_parallel(producer):
         return False
     body = list(nested_ops(producer))
-    if len(body) > MAX_RECOMPUTED_OPS or any(
-        op.name in COSTLY_OPS or op.name.startswith("math.") or op.regions for op in body
+    if len(body) > cost.max_ops or any(
+        op.name in cost.costly or (op.name.startswith("math.") and not cost.transcendental) or op.regions for op in body
     ):
         return False
     return _bytes_read_per_element(producer) <= _element_bytes(producer.results[0].type)
@@ -88,9 +113,10 @@ def _readers(producer: ir.Operation) -> list[ir.Operation] | None:
 
 @register_pass(NAME, "Copy a cheap elementwise producer for each generic that reads it, so each copy fuses")
 def recompute_cheap_producers(module: ir.Operation) -> None:
+    cost = COSTS["cuda" if target_of(module) == "cuda" else "cpu"]
     for func_op in module.regions[0].blocks[0].operations:
         ops = list(nested_ops(func_op.operation))
-        for producer in [op for op in ops if _cheap(op)]:
+        for producer in [op for op in ops if _cheap(op, cost)]:
             readers = _readers(producer)
             if readers is None or len(readers) < 2:
                 continue

@@ -110,3 +110,94 @@ func.func @residual_sum_stays(%x: tensor<4x6xf32>, %y: tensor<4x6xf32>) -> (tens
   } -> tensor<4x6xf32>
   return %p, %q : tensor<4x6xf32>, tensor<4x6xf32>
 }
+
+// -----
+
+// A GEMM's bias and GELU (one fused body, erf and all) read by a sum over its rows
+// and by the op after it: on the CPU, where kernels can be compute-bound, written
+// once and read back by both.
+// CHECK-LABEL: func.func @gelu_on_cpu
+// CHECK-COUNT-1: math.erf
+// CHECK-NOT: math.erf
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @gelu_on_cpu(%x: tensor<4x6xf32>, %bias: tensor<6xf32>) -> tensor<4x6xf32> {
+  %e = tensor.empty() : tensor<4x6xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4xf32>) -> tensor<4xf32>
+  %g = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %bias : tensor<4x6xf32>, tensor<6xf32>) outs(%e : tensor<4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %c0 = arith.constant 0.707106769 : f32
+    %c1 = arith.constant 1.0 : f32
+    %c2 = arith.constant 0.5 : f32
+    %y = arith.addf %a, %b : f32
+    %s = arith.mulf %y, %c0 : f32
+    %erf = math.erf %s : f32
+    %p = arith.addf %erf, %c1 : f32
+    %h = arith.mulf %y, %c2 : f32
+    %r = arith.mulf %h, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x6xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%g : tensor<4x6xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.addf %a, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %scaled = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%g, %sum : tensor<4x6xf32>, tensor<4xf32>) outs(%e : tensor<4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x6xf32>
+  return %scaled : tensor<4x6xf32>
+}
+
+// -----
+
+// On a GPU, where such kernels are memory-bound, computed again in each reader (as
+// Inductor inlines pointwise work): after fusion nothing writes the GELU's result,
+// and both readers read the GEMM's result and the bias instead (ConvNeXt-V2's
+// global response norm).
+// CHECK-LABEL: func.func @gelu_on_gpu
+// CHECK-COUNT-2: math.erf
+// FUSED-LABEL: func.func @gelu_on_gpu
+// FUSED: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x6xf32>, tensor<6xf32>) outs(%{{.*}} : tensor<4xf32>)
+// FUSED: math.erf
+// FUSED: linalg.generic {{.*}} ins(%arg0, %arg1, %{{.*}} : tensor<4x6xf32>, tensor<6xf32>, tensor<4xf32>)
+// FUSED: math.erf
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+module attributes {mlirc.target = "cuda"} {
+func.func @gelu_on_gpu(%x: tensor<4x6xf32>, %bias: tensor<6xf32>) -> tensor<4x6xf32> {
+  %e = tensor.empty() : tensor<4x6xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4xf32>) -> tensor<4xf32>
+  %g = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %bias : tensor<4x6xf32>, tensor<6xf32>) outs(%e : tensor<4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %c0 = arith.constant 0.707106769 : f32
+    %c1 = arith.constant 1.0 : f32
+    %c2 = arith.constant 0.5 : f32
+    %y = arith.addf %a, %b : f32
+    %s = arith.mulf %y, %c0 : f32
+    %erf = math.erf %s : f32
+    %p = arith.addf %erf, %c1 : f32
+    %h = arith.mulf %y, %c2 : f32
+    %r = arith.mulf %h, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x6xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%g : tensor<4x6xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.addf %a, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %scaled = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%g, %sum : tensor<4x6xf32>, tensor<4xf32>) outs(%e : tensor<4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x6xf32>
+  return %scaled : tensor<4x6xf32>
+}
+}
