@@ -71,8 +71,7 @@ KERNELS = [
     # twice: on single ops, then on the bodies fusion made (a GELU, seven ops in one)
     "mlirc-recompute-cheap-producers",
     "mlirc-fuse-elementwise",
-    "mlirc-recompute-cheap-producers",
-    "mlirc-fuse-elementwise",
+    "mlirc-recompute-cheap-producers{fused=1}",
     "mlirc-fuse-gathered-producers",
     "mlirc-fuse-multi-output",
     "mlirc-form-kernels",

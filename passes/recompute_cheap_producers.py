@@ -19,9 +19,9 @@ GPU kernel between GEMMs is memory-bound: there a GELU of a GEMM's result (erf a
 all) read by a sum over pixels and by the elementwise op after it is computed in
 both (as Inductor inlines pointwise work into each reader) instead of written out
 whole and read back twice (ConvNeXt-V2's global response norm).  The pass runs
-before elementwise fusion, on single ops, and again after it, on the fused bodies
-(mlirc-stage-kernels): a GELU is a fused body of seven ops, whose last op alone
-reads two full tensors.
+before elementwise fusion, on single ops, and again after it (`fused=1`), on the
+fused bodies, then fusing its copies: a GELU is a fused body of seven ops, whose
+last op alone reads two full tensors.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from mlirc.dialects.mlirc_dialect import target_of
+from mlirc.passes.fuse_elementwise import fuse_elementwise
 from mlirc.passes.ir_utils import nested_ops
 from mlirc.passes.linalg_utils import all_parallel, elem_bytes, indexing_maps
 from mlirc.passes.registry import register_pass
@@ -111,9 +112,20 @@ def _readers(producer: ir.Operation) -> list[ir.Operation] | None:
     return readers
 
 
-@register_pass(NAME, "Copy a cheap elementwise producer for each generic that reads it, so each copy fuses")
-def recompute_cheap_producers(module: ir.Operation) -> None:
+@dataclass(frozen=True)
+class RecomputeOptions:
+    # On the bodies elementwise fusion made: the copies are fused into their readers
+    # here, by mlirc-fuse-elementwise, where any were made (a second fusion run
+    # over a module with nothing new to fuse still moves its reshapes around).
+    fused: bool = False
+
+
+@register_pass(
+    NAME, "Copy a cheap elementwise producer for each generic that reads it, so each copy fuses", RecomputeOptions
+)
+def recompute_cheap_producers(module: ir.Operation, options: RecomputeOptions) -> None:
     cost = COSTS["cuda" if target_of(module) == "cuda" else "cpu"]
+    copied = False
     for func_op in module.regions[0].blocks[0].operations:
         ops = list(nested_ops(func_op.operation))
         for producer in [op for op in ops if _cheap(op, cost)]:
@@ -126,3 +138,6 @@ def recompute_cheap_producers(module: ir.Operation) -> None:
                 for i, value in enumerate(reader.operands):
                     if value == producer.results[0]:
                         reader.operands[i] = copy.results[0]
+            copied = True
+    if options.fused and copied:
+        fuse_elementwise(module)

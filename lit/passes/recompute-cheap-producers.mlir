@@ -1,5 +1,6 @@
 // RUN: mlirc-opt %s --split-input-file -p mlirc-recompute-cheap-producers | FileCheck %s
 // RUN: mlirc-opt %s --split-input-file -p mlirc-recompute-cheap-producers,mlirc-fuse-elementwise | FileCheck %s --check-prefix=FUSED
+// RUN: mlirc-opt %s --split-input-file -p "mlirc-recompute-cheap-producers{fused=1}" | FileCheck %s --check-prefix=FUSED
 
 // A variance's float64 copy of its input, read by the mean's sum and by the sum of
 // squared deviations: one copy per reader, and each fuses into its reader (no
