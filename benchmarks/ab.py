@@ -2,6 +2,7 @@
 
     python benchmarks/ab.py --base 064c751                 # every case
     python benchmarks/ab.py --base HEAD~3 bert gelu --rounds 40
+    python benchmarks/ab.py --base HEAD~3 convnextv2_atto@1    # zoo cases too
     python benchmarks/ab.py --base-dir /tmp/base   # a tree of A without git (git archive A | tar -x)
 
 Two mlirc versions cannot share a process (one package name), so each case runs in
@@ -48,13 +49,14 @@ def _package_dir(checkout: Path, scratch: Path, tag: str) -> Path:
 def worker(case: str) -> None:
     """Compile `case` with mlirc, then answer each line `n` with the ms per call of n calls."""
     import torch
+    import zoo
     from models import make_case
 
     import mlirc
 
     torch.manual_seed(0)
     torch.backends.mha.set_fastpath_enabled(False)
-    fn, args = make_case(case)
+    fn, args = zoo.make_case(case) if "@" in case else make_case(case)  # `<model>@<batch>`: a zoo case
     with torch.no_grad():
         compiled = torch.compile(fn, backend="mlirc")
         for _ in range(3):
