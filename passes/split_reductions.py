@@ -114,19 +114,40 @@ def _slice(x: ir.Value, dim: int, start: int, stop: int) -> ir.Value:
     return b.create("slice", [x], shapes.tensor_type(shape, shapes.elem_of(x)), starts=starts, steps=[1] * rank)
 
 
-def _merged(shape: list[int], dims: list[int]) -> tuple[list[int], list[int]]:
+def _merged(shape: list[int], dims: list[int], cut_for: Limits | None = None) -> tuple[list[int], list[int]]:
     """The shape with each run of adjacent reduced dims collapsed into one, and the
-    reduced dims in it."""
-    new_shape: list[int] = []
-    new_dims: list[int] = []
+    reduced dims in it.  With `cut_for`, a run that splits is cut between its own dims
+    where its inner dims alone make a chunk (at most the chunk, at least an eighth of
+    it): summed over those first, then over the outer ones.  A chunk that cuts across
+    the run's dims (1600 = 40 x 40 in chunks of 256) needs a tail slice and a reshape
+    that no elementwise producer fuses through (the x * x before a sum over H x W was a
+    kernel of its own); one at a boundary is a plain sum over the input's own dims."""
+    merged: list[int] = []
+    reduced: list[int] = []
     for d, size in enumerate(shape):
         if d in dims and d - 1 in dims:
-            new_shape[-1] *= size
             continue
-        if d in dims:
-            new_dims.append(len(new_shape))
-        new_shape.append(size)
-    return new_shape, new_dims
+        run = [size]
+        while d in dims and d + len(run) in dims:
+            run.append(shape[d + len(run)])
+        cut = _boundary(run, shape[d + len(run) :], cut_for) if d in dims and cut_for else None
+        for part in [run] if cut is None else [run[:cut], run[cut:]]:
+            if d in dims:
+                reduced.append(len(merged))
+            merged.append(math.prod(part))
+    return merged, reduced
+
+
+def _boundary(run: list[int], later: list[int], limits: Limits) -> int | None:
+    """Where to cut a run of reduced dims that splits: the outermost cut whose inner
+    dims make a chunk."""
+    chunk, _ = limits.of(all(s == 1 for s in later))
+    if not _splits([math.prod(run), *later], 0, limits):
+        return None
+    for cut in range(1, len(run)):
+        if max(2, chunk // 8) <= math.prod(run[cut:]) <= chunk:
+            return cut
+    return None
 
 
 def _long_rows_stay_whole(shape: list, dims: list[int], limits: Limits) -> bool:
@@ -260,45 +281,9 @@ def _defer_with_broadcast(op: ir.Operation) -> None:
         defer(owner.operation, NAME)
 
 
-def _at_dim_boundaries(shape: list[int], dims: list[int], limits: Limits) -> tuple[list[int], list[int]]:
-    """`_merged`, but a run of reduced dims that splits is cut between its own dims
-    where its inner dims alone make a chunk (at most the chunk, at least an eighth of
-    it): summed over those first, then over the outer ones.  A chunk that cuts across
-    the run's dims (1600 = 40 x 40 in chunks of 256) needs a tail slice and a reshape
-    that no elementwise producer fuses through (a batch-norm-like x * x before a sum
-    over H x W was a kernel of its own); one at a boundary is a plain sum over the
-    input's own dims, into which the producer fuses."""
-    merged: list[int] = []
-    reduced: list[int] = []
-    for d, size in enumerate(shape):
-        if d in dims and d - 1 in dims:
-            continue
-        run = [size]
-        while d in dims and d + len(run) in dims:
-            run.append(shape[d + len(run)])
-        later = shape[d + len(run) :]
-        chunk, _ = limits.of(all(s == 1 for s in later))
-        cut = _boundary(run, chunk) if d in dims and _splits([math.prod(run), *later], 0, limits) else None
-        parts = [run] if cut is None else [run[:cut], run[cut:]]
-        for part in parts:
-            if d in dims:
-                reduced.append(len(merged))
-            merged.append(math.prod(part))
-    return merged, reduced
-
-
-def _boundary(run: list[int], chunk: int) -> int | None:
-    """Where to cut a run of reduced dims: the outermost cut whose inner dims make a chunk."""
-    for cut in range(1, len(run)):
-        inner = math.prod(run[cut:])
-        if max(2, chunk // 8) <= inner <= chunk:
-            return cut
-    return None
-
-
 def _cascade(op: ir.Operation, limits: Limits) -> ir.Value:
     dims = sorted(ir.DenseI64ArrayAttr(op.attributes["dims"]))
-    shape, dims = _at_dim_boundaries(list(shapes.shape_of(op.operands[0])), dims, limits)
+    shape, dims = _merged(list(shapes.shape_of(op.operands[0])), dims, cut_for=limits)
     x = b.reshape(op.operands[0], shape)
     elem = shapes.elem_of(x)
     half = isinstance(elem, (ir.BF16Type, ir.F16Type))
