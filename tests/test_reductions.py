@@ -150,3 +150,28 @@ def test_variance_converts_its_input_in_each_sum(shape, dims, monkeypatch, tmp_p
     wide = "tensor<" + "x".join(map(str, shape)) + "xf64>"
     kernels = [f.split("{", 1)[0] for f in module.split("func.func @")[1:] if f.startswith("kernel_")]
     assert kernels and not any(k.rsplit("->", 1)[1].strip().startswith(wide) for k in kernels), module
+
+
+@pytest.mark.parametrize(
+    "shape,dims",
+    [
+        ((3, 13, 11, 5), (1, 2)),  # 143 strided values cut between H and W (inner 11)
+        ((2, 40, 40, 7), (1, 2)),  # a global response norm's pixels
+        ((64, 300), (0, 1)),  # a whole sum cut between rows (inner 300)
+        ((0, 13, 11, 5), (1, 2)),  # an empty batch
+        ((4, 1, 173, 3), (1, 2)),  # a unit dim in the run
+    ],
+)
+def test_sums_split_at_dim_boundaries(shape, dims):
+    """mlirc-split-reductions cuts a long run of reduced dims between its own dims where
+    the inner ones make a chunk: the x * x before it fuses, and NaN and inf still reach
+    the sum (ConvNeXt-V2's global response norm, on a non-contiguous input)."""
+    x = torch.randn(*shape[:-1], shape[-1] + 2)[..., 1:-1]
+    if x.numel():
+        x[(0,) * x.dim()] = float("nan") if shape[0] > 2 else float("inf")
+
+    def grn(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        g = torch.norm(t, p=2, dim=dims, keepdim=True)
+        return g, t.sum(dims), t * (g / (g.mean(dim=-1, keepdim=True) + 1e-6))
+
+    compile_and_compare(grn, x)
