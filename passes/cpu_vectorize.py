@@ -255,19 +255,45 @@ def _contiguous_gather_dim(op: ir.Operation) -> int | None:
 
 def _gather_plan(op: ir.Operation, sizes: list[int | None], lanes: int) -> Plan | None:
     """Gathers read contiguously along the result's innermost dim (see
-    _contiguous_gather_dim): that loop vectorized, every other loop tiled to 1 --
-    the parallel ones first (with the init, across threads), then the reductions
-    (a pooling window), whose partial result stays in a vector register."""
+    _contiguous_gather_dim): that loop vectorized, one vector per tile (_unit_tiles_plan)."""
     if op.name != "linalg.generic" or len(op.results) != 1:
         return None
     dim = _contiguous_gather_dim(op)
-    if dim is None or sizes[dim] is None:
+    return None if dim is None else _unit_tiles_plan(op, sizes, dim, lanes)
+
+
+def _column_plan(op: ir.Operation, sizes: list[int | None], order: tuple[int, ...] | None, lanes: int) -> Plan | None:
+    """Reductions whose innermost loop (after `order`) is parallel and is the result's
+    contiguous dim: sums over rows that keep columns (batch-norm statistics on
+    channels-last activations, a sum over dim 0).  Tiled as the plain plan does, the
+    partial result was read, added to and stored back at every reduction step, one
+    chain through memory per vector; here (_unit_tiles_plan) it stays in registers,
+    several vectors wide, across the reduction loops."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return None
+    iterators = _iterators(op)
+    dim = order[-1] if order else len(sizes) - 1
+    if not iterators[dim].endswith("<parallel>") or not any(it.endswith("<reduction>") for it in iterators):
+        return None
+    out = ir.AffineMapAttr(ir.ArrayAttr(op.attributes["indexing_maps"])[len(op.operands) - 1]).value.results
+    if not out or not isinstance(out[-1], ir.AffineDimExpr) or ir.AffineDimExpr(out[-1]).position != dim:
+        return None
+    if any(inner.name == "linalg.index" for inner in op.regions[0].blocks[0].operations):
+        return None  # as for inner reductions: index bodies (argmax-like) stay as they were
+    return _unit_tiles_plan(op, sizes, dim, UNROLL * lanes)
+
+
+def _unit_tiles_plan(op: ir.Operation, sizes: list[int | None], dim: int, widest: int) -> Plan | None:
+    """Loop `dim` vectorized (whole vectors of up to `widest` lanes), every other loop
+    tiled to 1 -- the parallel ones first (with the init, across threads), then the
+    reductions, whose partial result stays in vector registers."""
+    if sizes[dim] is None:
         return None
     iterators = _iterators(op)
     reductions = [d for d, it in enumerate(iterators) if it.endswith("<reduction>")]
     if reductions and not _combines_accumulator(op):
         return None
-    vector = sizes[dim] if sizes[dim] <= lanes else lanes
+    vector = min(sizes[dim], widest)
     while sizes[dim] % vector:  # whole vectors only: no masked loads in a gather
         vector //= 2
     if vector < 2 or vector < min(4, sizes[dim]):  # one lane: MLIR would emit an n-D gather
@@ -484,6 +510,9 @@ def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
         reduction = _inner_reduction(op, sizes, lanes)
         if reduction is not None:
             return reduction
+    column = _column_plan(op, sizes, order, lanes)
+    if column is not None:
+        return column
     iterators = [_iterators(op)[d] for d in order] if order else _iterators(op) if op.name == "linalg.generic" else []
     tiles = [1] * (len(sizes) - 1) + [lanes]
     outer_parallel = op.name == "linalg.copy" or iterators[:1] == ["#linalg.iterator_type<parallel>"]

@@ -49,6 +49,7 @@ from mlirc.passes import (  # noqa: F401
     recompute_cheap_producers,
     resolve_call_dims,
     slice_broadcasts,
+    split_column_sums,
     split_reductions,
     transpose_views,
 )
@@ -62,8 +63,8 @@ LINALG = [
 # neighbours, half-precision ops compute in f32 while each is still its own generic, and
 # work on parameters alone stays out of fusion (mlirc-hoist-frozen runs it once).
 CPU_LAYOUT = [
-    "mlirc-cpu-skinny-matmul", "mlirc-channels-last", "mlirc-cpu-widen-halves", "mlirc-cpu-isolate-frozen",
-    "canonicalize", "cse",
+    "mlirc-cpu-skinny-matmul", "mlirc-channels-last", "mlirc-cpu-widen-halves", "mlirc-split-column-sums",
+    "mlirc-cpu-isolate-frozen", "canonicalize", "cse",
 ]  # fmt: skip
 # GPU, before fusion: cuDNN's convolutions on channels-last activations, as the CPU's.
 GPU_LAYOUT = ["mlirc-channels-last", "canonicalize", "cse"]

@@ -132,6 +132,34 @@ def test_float64():
         compile_and_compare(model, torch.randn(2, 3, 10, 10, dtype=torch.float64))
 
 
+@pytest.mark.parametrize(
+    "shape,channels",
+    [
+        ((8, 3, 32, 32), 16),  # 8192 rows: cut at W, then at H (mlirc-split-column-sums)
+        ((3, 2, 37, 41), 7),  # primes: 4551 rows cut at W (41), 111 partial rows
+        ((2, 5, 1, 300), 24),  # a run whose innermost dim alone is past the limit
+        ((4, 3, 6, 5), 33),  # 120 rows: short, unsplit
+    ],
+)
+def test_statistics_of_channels_last_activations(shape, channels):
+    """Per-channel sums and variances over (N, H, W) of a convolution's NHWC result
+    (batch-norm statistics: column sums in memory), in float32 and float64
+    accumulators, against eager; the input is non-contiguous and holds a NaN and an
+    inf that reach two channels' sums through the convolution."""
+    conv = nn.Conv2d(shape[1], channels, 3, padding=1)
+    x = torch.randn(*shape[:-1], shape[-1] * 2)[..., ::2]
+    x[0, 0, 0, 0], x[-1, -1, -1, -1] = float("nan"), float("inf")
+
+    def statistics(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = torch.relu(conv(t))
+        var, mean = torch.var_mean(y.double(), (0, 2, 3), correction=0)
+        return y.sum((0, 2, 3)), y.square().sum((0, 2, 3), keepdim=True), mean, var
+
+    with torch.no_grad():
+        compile_and_compare(statistics, x)
+        compile_and_compare(statistics, torch.randn(*shape))
+
+
 def test_no_copies_between_convolutions(monkeypatch, tmp_path):
     """conv3x3-ReLU-conv1x1: the input's NHWC copy, the 3x3 weight's OHWI copy, one
     ReLU kernel on NHWC data and the result's NCHW copy -- nothing converts between
