@@ -67,7 +67,7 @@ CPU_LAYOUT = [
     "mlirc-cpu-isolate-frozen", "canonicalize", "cse",
 ]  # fmt: skip
 # GPU, before fusion: cuDNN's convolutions on channels-last activations, as the CPU's.
-GPU_LAYOUT = ["mlirc-channels-last", "canonicalize", "cse"]
+GPU_LAYOUT = ["mlirc-channels-last", "mlirc-split-column-sums", "canonicalize", "cse"]
 KERNELS = [
     # twice: on single ops, then on the bodies fusion made (a GELU, seven ops in one)
     "mlirc-recompute-cheap-producers",

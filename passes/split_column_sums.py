@@ -10,9 +10,9 @@ On the CPU a float64 sum of an 8x32x32x16 activation took 55 us on one thread
 
 Here, after the layout passes, each float sum is looked at in its physical loop
 order (its largest operand's, read through its indexing map as a permutation of all
-the loops).  A run of reduced loops that are adjacent in memory and longer than
-split-reductions' limit (LIMITS, contiguous or strided as there) is cut between two
-of its loops: the inner ones, at most the limit long, are summed into a partial
+the loops).  A run of reduced loops that are adjacent in memory, with columns inside
+them, and longer than split-reductions' limit for strided sums (LIMITS) is cut
+between two of its loops: the inner ones, at most the limit long, are summed into a partial
 tensor that keeps the outer ones (in memory order, so that its writes are as
 contiguous as the input's reads), then a second generic sums the partials over the
 outer loops, into the original init.  That second sum is checked the same way, so a
@@ -21,9 +21,12 @@ with its elementwise producers fused later, stays one generic whose loops do not
 change, only which of them reduce.  The partial tensor's parallel loops are what
 mlirc-cpu-parallelize splits across threads (for the batch norm: N x H rows).
 
-Only sums (`arith.addf` into the init, read nowhere else) of f32 / f64 with static
-loop ranges are cut: a half accumulator is f32 by now (mlirc-cpu-widen-halves), and a
-symbolic graph's layout stages do not run again once its sizes are bound.
+It runs in both layout stages, with each target's limits (a GPU program sums a
+1024-row column in one tile where a CPU chain stops at 128).  Only sums (`arith.addf`
+into the init, read nowhere else) of f32 / f64 with static loop ranges are cut: on the
+CPU a half accumulator is f32 by now (mlirc-cpu-widen-halves; a GPU's bf16 sums are
+left as they are), and a symbolic graph's layout stages do not run again once its
+sizes are bound.
 """
 
 from __future__ import annotations
@@ -84,8 +87,10 @@ def _memory_order(generic: ir.Operation) -> list[int] | None:
 
 def _cut(generic: ir.Operation, limits: Limits) -> tuple[list[int], list[int], list[int]] | None:
     """(memory order, outer loops, inner loops) of the first run of reduced loops that
-    is too long: the inner ones are the longest tail of the run within the limit (the
-    innermost loop alone where none is), summed first."""
+    is too long and strided (columns inside it): the inner ones are the longest tail of
+    the run within the limit (the innermost loop alone where none is), summed first.
+    A contiguous run is the same in memory as in the logical shape: split-reductions
+    has decided it (a GPU keeps long rows whole on purpose)."""
     ranges = _loop_ranges(generic)
     order = None if ranges is None or 0 in ranges else _memory_order(generic)
     if order is None:
@@ -100,8 +105,9 @@ def _cut(generic: ir.Operation, limits: Limits) -> tuple[list[int], list[int], l
         while stop < len(order) and reducing[order[stop]]:
             stop += 1
         run, later = order[start:stop], order[stop:]
-        _, longest = limits.of(all(ranges[d] == 1 for d in later))
-        if math.prod(ranges[d] for d in run) > longest and len(run) > 1:
+        _, longest = limits.strided
+        columns = math.prod(ranges[d] for d in later)
+        if columns > 1 and math.prod(ranges[d] for d in run) > longest and len(run) > 1:
             cut = next(
                 (c for c in range(1, len(run)) if math.prod(ranges[d] for d in run[c:]) <= longest), len(run) - 1
             )
