@@ -348,3 +348,30 @@ func.func @kernel_two_results(%p: tensor<5x40xf32>, %g: tensor<5x40xf32>, %m: te
   } -> (tensor<5x40xf32>, tensor<5x40xf32>)
   return %r#1, %r#0 : tensor<5x40xf32>, tensor<5x40xf32>
 }
+
+// A column sum (the reduced loop outside the contiguous, parallel one: batch-norm
+// statistics on channels-last partial rows) keeps its partial result in registers
+// across the reduction loop, 32 columns (four 8-lane vectors) wide, and its init is
+// filled tile by tile inside the parallel rows loop (marked for threads), not before.
+// CHECK-LABEL: func.func @kernel_column_sum
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for {{.*}} {
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<32xf32>)
+// CHECK: vector.transfer_read {{.*}} vector<32xf32>
+// CHECK: arith.addf {{.*}} : vector<32xf32>
+// CHECK: scf.yield {{.*}} : vector<32xf32>
+// CHECK: vector.transfer_write
+// CHECK: } {mlirc.parallel_loop}
+#nhw = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#nc = affine_map<(d0, d1, d2) -> (d0, d2)>
+func.func @kernel_column_sum(%x: tensor<6x41x64xf32>) -> tensor<6x64xf32> attributes {mlirc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<6x64xf32>) -> tensor<6x64xf32>
+  %r = linalg.generic {indexing_maps = [#nhw, #nc], iterator_types = ["parallel", "reduction", "parallel"]} ins(%x : tensor<6x41x64xf32>) outs(%f : tensor<6x64xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<6x64xf32>
+  return %r : tensor<6x64xf32>
+}
