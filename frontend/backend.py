@@ -386,7 +386,29 @@ def _compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], autotun
         if call is not None:
             setattr(split, name, _RegionModule(call, _output_is_single(sub)))
     split.recompile()
+    split.call_list = _taking_argument_list(split)
     return split
+
+
+class _ArgumentList(fx.CodeGen):
+    """forward(self, args): the placeholders unpacked from one list, which is then
+    emptied (AOTAutograd's boxed convention).  Each is dropped after its last use, as
+    FX's code drops every value: a split backward frees the activations it has read
+    as it goes, where a caller's argument tuple kept them all to the end."""
+
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str, **kwargs: Any) -> str:
+        names = [v.split(":")[0].split("=")[0].strip() for v in free_vars if v.strip() != "self"]
+        head = super().gen_fn_def(["self", "args"], maybe_return_annotation, **kwargs)
+        return head if not names else f"{head}\n    {', '.join(names)}, = args\n    args.clear()"
+
+
+def _taking_argument_list(split: fx.GraphModule) -> Callable[[list], Any]:
+    """`split` called with its arguments in one list (see _ArgumentList); `split`
+    itself keeps taking them one by one (a CUDA graph replays it so)."""
+    graph = fx.Graph()
+    graph.output(graph.graph_copy(split.graph, {}))
+    graph.set_codegen(_ArgumentList())
+    return fx.GraphModule(split, graph)
 
 
 def mlirc_backend(

@@ -167,4 +167,13 @@ def as_traced(fn: Callable, traced: list[tuple[int, tuple[int, ...]]]) -> Callab
             args[i] = with_strides(args[i], stride)
         return fn(*args)
 
+    inner = getattr(fn, "call_list", None)
+    if inner is not None:  # boxed: the list converted in place, and emptied by `fn`
+
+        def call_list(args: list) -> Any:
+            for i, stride in traced:
+                args[i] = with_strides(args[i], stride)
+            return inner(args)
+
+        call.call_list = call_list  # type: ignore[attr-defined]
     return call

@@ -77,3 +77,46 @@ def test_explain_counts_its_function_alone_and_leaves_the_totals():
     assert own.graphs == 1 and own.compiled_nodes == 3 and own.fallback_nodes == 0
     assert mlirc.stats().compiled_nodes == before  # explain's compile is not in the totals
     assert result.shape == (5,)
+
+
+_probed: dict = {}
+
+
+@torch.library.custom_op("mlirc_test::probe_alive", mutates_args=())
+def _probe_alive(t: torch.Tensor) -> torch.Tensor:
+    """An op mlirc cannot compile (a fallback node between two regions) that records
+    whether the tensor `_probed["ref"]` points to is still alive when it runs."""
+    _probed["alive"] = _probed["ref"]() is not None
+    return t.clone()
+
+
+@_probe_alive.register_fake
+def _(t: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(t)
+
+
+def test_split_graph_frees_arguments_after_their_last_use():
+    """A graph split around a fallback (or library) node takes its arguments as one
+    list, AOTAutograd's boxed convention, and drops each after its last use: a split
+    backward frees saved activations as it goes instead of holding all to the end."""
+    import weakref
+
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from mlirc.frontend import backend
+
+    def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.ops.mlirc_test.probe_alive(x * 2 + y).sin() + y
+
+    _probed["ref"] = lambda: None
+    x, y = torch.randn(5, 7), torch.randn(5, 7)
+    expected = fn(x, y)
+    gm = make_fx(fn)(x, y)
+    call = backend._boxed(backend._compile_fx_graph(gm, [x.clone(), y.clone()]))
+    _probed["ref"] = weakref.ref(x)
+    args = [x, y]
+    del x
+    result = call(args)
+    assert args == [] and _probed["alive"] is False
+    torch.testing.assert_close(result, expected)
+    assert mlirc.stats().compiled_regions == 2 and mlirc.stats().fallback_nodes == 1, mlirc.stats().summary()
