@@ -38,9 +38,10 @@ from mlir.dialects import arith, linalg
 
 from mlirc.dialects import shapes
 from mlirc.dialects.mlirc_dialect import target_of
+from mlirc.errors import VerificationError
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import nested_ops
-from mlirc.passes.linalg_utils import indexing_maps
+from mlirc.passes.linalg_utils import indexing_maps, loop_ranges
 from mlirc.passes.registry import register_pass
 from mlirc.passes.split_reductions import LIMITS, Limits
 
@@ -48,28 +49,25 @@ NAME = "mlirc-split-column-sums"
 ACCUMULATORS = (ir.F32Type, ir.F64Type)
 
 
-def _loop_ranges(generic: ir.Operation) -> list[int] | None:
-    """Each loop's size, read off the operands that index it by a plain dim; None
-    where one is symbolic or read by no operand."""
-    ranges: list[int | None] = [None] * indexing_maps(generic)[0].n_dims
-    for operand, amap in zip(generic.operands, indexing_maps(generic), strict=True):
-        shape = shapes.shape_of(operand) if isinstance(operand.type, ir.RankedTensorType) else []
-        for expr, size in zip(amap.results, shape, strict=True):
-            if isinstance(expr, ir.AffineDimExpr) and size is not None:
-                ranges[ir.AffineDimExpr(expr).position] = size
-    return None if None in ranges else ranges  # type: ignore[return-value]
-
-
-def _sum_accumulator(generic: ir.Operation) -> ir.Value | None:
-    """The init block argument of a one-result float sum (`yield addf(x, init)`)."""
-    if len(generic.results) != 1 or not isinstance(shapes.elem_of(generic.results[0]), ACCUMULATORS):
+def _static_loop_ranges(generic: ir.Operation) -> list[int] | None:
+    """Each loop's size; None where one is symbolic or read by no operand."""
+    try:
+        ranges = loop_ranges(generic)
+    except VerificationError:
         return None
+    return None if any(r < 0 for r in ranges) else ranges
+
+
+def _is_float_sum(generic: ir.Operation) -> bool:
+    """A one-result float sum (`yield addf(x, init)`, the init read nowhere else)?"""
+    if len(generic.results) != 1 or not isinstance(shapes.elem_of(generic.results[0]), ACCUMULATORS):
+        return False
     body = generic.regions[0].blocks[0]
     acc = body.arguments[len(body.arguments) - 1]
     total = body.operations[len(body.operations) - 1].operands[0].owner
     if isinstance(total, ir.Block) or total.name != "arith.addf" or acc not in list(total.operands):
-        return None
-    return acc if len(list(acc.uses)) == 1 else None
+        return False
+    return len(list(acc.uses)) == 1
 
 
 def _memory_order(generic: ir.Operation) -> list[int] | None:
@@ -85,14 +83,13 @@ def _memory_order(generic: ir.Operation) -> list[int] | None:
     return order if sorted(order) == list(range(n_loops)) else None
 
 
-def _cut(generic: ir.Operation, limits: Limits) -> tuple[list[int], list[int], list[int]] | None:
-    """(memory order, outer loops, inner loops) of the first run of reduced loops that
+def _cut(generic: ir.Operation, ranges: list[int], limits: Limits) -> tuple[list[int], list[int]] | None:
+    """(memory order, outer loops) of the first run of reduced loops that
     is too long and strided (columns inside it): the inner ones are the longest tail of
     the run within the limit (the innermost loop alone where none is), summed first.
     A contiguous run is the same in memory as in the logical shape: split-reductions
     has decided it (a GPU keeps long rows whole on purpose)."""
-    ranges = _loop_ranges(generic)
-    order = None if ranges is None or 0 in ranges else _memory_order(generic)
+    order = None if 0 in ranges else _memory_order(generic)
     if order is None:
         return None
     reducing = [str(kind).endswith("<reduction>") for kind in ir.ArrayAttr(generic.attributes["iterator_types"])]
@@ -111,19 +108,20 @@ def _cut(generic: ir.Operation, limits: Limits) -> tuple[list[int], list[int], l
             cut = next(
                 (c for c in range(1, len(run)) if math.prod(ranges[d] for d in run[c:]) <= longest), len(run) - 1
             )
-            return order, run[:cut], run[cut:]
+            return order, run[:cut]
         start = stop
     return None
 
 
-def _partial_sums(generic: ir.Operation, order: list[int], outer: list[int]) -> tuple[ir.Value, list[int]]:
+def _partial_sums(
+    generic: ir.Operation, ranges: list[int], order: list[int], outer: list[int]
+) -> tuple[ir.Value, list[int]]:
     """The generic with `outer` parallel: its sums per outer index, in a tensor whose
     dims are the kept loops in memory order (and those loops)."""
     maps = indexing_maps(generic)
     n_loops = maps[0].n_dims
     out_map = maps[-1]
     kept = [d for d in order if d in outer or d in _dims_of(out_map)]
-    ranges = _loop_ranges(generic)
     elem = shapes.elem_of(generic.results[0])
     init = le.fill(arith.ConstantOp(elem, 0.0).result, le.empty([ranges[d] for d in kept], elem))
     iterators = [
@@ -160,29 +158,28 @@ def _total(partial: ir.Value, kept: list[int], outer: list[int], generic: ir.Ope
         else:
             results.append(e)
     rank = len(kept)
-    total = le.generic(
+    return le.generic(
         [partial], [le.identity_map(rank)], [generic.operands[len(generic.operands) - 1]],
         [ir.AffineMap.get(rank, 0, results)],
         ["reduction" if d in outer else "parallel" for d in kept],
         lambda args: [arith.addf(args[0], args[1])],
     )[0]  # fmt: skip
-    return total
 
 
 def split(generic: ir.Operation, limits: Limits) -> list[ir.Operation]:
     """Cut one too-long run of `generic`'s sum; the generics that replace it (to be
     looked at again), or [] where it stays."""
-    if _sum_accumulator(generic) is None:
+    if not _is_float_sum(generic):
         return []
-    if any(not (isinstance(e, ir.AffineDimExpr) or isinstance(e, ir.AffineConstantExpr))
-           for e in indexing_maps(generic)[-1].results):  # fmt: skip
+    if any(not isinstance(e, (ir.AffineDimExpr, ir.AffineConstantExpr)) for e in indexing_maps(generic)[-1].results):
         return []
-    cut = _cut(generic, limits)
+    ranges = _static_loop_ranges(generic)
+    cut = None if ranges is None else _cut(generic, ranges, limits)
     if cut is None:
         return []
-    order, outer, _ = cut
+    order, outer = cut
     with ir.InsertionPoint(generic), generic.location:
-        partial, kept = _partial_sums(generic, order, outer)
+        partial, kept = _partial_sums(generic, ranges, order, outer)
         total = _total(partial, kept, outer, generic)
     generic.results[0].replace_all_uses_with(total)
     generic.erase()
