@@ -45,16 +45,21 @@ def _reads_by_dims(amap: ir.AffineMap) -> bool:
     return all(isinstance(e, ir.AffineDimExpr | ir.AffineConstantExpr) for e in amap.results)
 
 
-def _inlinable(producer: ir.Operation) -> bool:
+def inlinable_at_gathers(producer: ir.Operation) -> bool:
+    """Can this pass compute `producer` at a gathered index (its maps and body, not
+    its readers)?  mlirc-recompute-cheap-producers asks before it gives a gather its
+    own copy of a producer that others read too."""
     if producer.name != "linalg.generic" or len(producer.results) != 1 or not all_parallel(producer):
         return False
     maps = indexing_maps(producer)
     if _output_dims(maps[-1]) is None or not all(_reads_by_dims(m) for m in maps[:-1]):
         return False
     body = list(nested_ops(producer))
-    if len(body) > MAX_INLINED_OPS or any(op.name in TRAPPING_OPS or op.regions for op in body):
-        return False
-    return _gathered_reads(producer.results[0]) is not None
+    return len(body) <= MAX_INLINED_OPS and not any(op.name in TRAPPING_OPS or op.regions for op in body)
+
+
+def _inlinable(producer: ir.Operation) -> bool:
+    return inlinable_at_gathers(producer) and _gathered_reads(producer.results[0]) is not None
 
 
 Read = tuple[ir.Operation, tuple[ir.Operation, ...]]  # an extract, the reshapes between
@@ -67,7 +72,7 @@ def _gathered_reads(value: ir.Value, reshapes: tuple[ir.Operation, ...] = ()) ->
     reads: list[Read] = []
     for use in value.uses:
         user = use.owner.operation
-        if user.name in RESHAPES and _groups(user) is not None:
+        if user.name in RESHAPES and reshape_groups(user) is not None:
             inner = _gathered_reads(user.results[0], (user, *reshapes))
             if inner is None:
                 return None
@@ -79,7 +84,7 @@ def _gathered_reads(value: ir.Value, reshapes: tuple[ir.Operation, ...] = ()) ->
     return reads
 
 
-def _groups(reshape: ir.Operation) -> list[list[int]] | None:
+def reshape_groups(reshape: ir.Operation) -> list[list[int]] | None:
     """The reshape's groups of expanded dims, where each dim but a group's first is
     static (the index arithmetic needs their sizes)."""
     expanded = reshape.results[0] if reshape.name == "tensor.expand_shape" else reshape.operands[0]
@@ -93,7 +98,7 @@ def _groups(reshape: ir.Operation) -> list[list[int]] | None:
 def _source_index(reshape: ir.Operation, index: list[ir.Value]) -> list[ir.Value]:
     """The index into the reshape's source of the element at `index` of its result:
     a group of expanded dims linearized (expand_shape) or delinearized (collapse_shape)."""
-    groups = _groups(reshape)
+    groups = reshape_groups(reshape)
     if reshape.name == "tensor.expand_shape":
         expanded = ir.RankedTensorType(reshape.results[0].type).shape
         source = []

@@ -72,6 +72,9 @@ KERNELS = [
     # twice: on single ops, then on the bodies fusion made (a GELU, seven ops in one)
     "mlirc-recompute-cheap-producers",
     "mlirc-fuse-elementwise",
+    # gathers' producers first: a splat read by a gather is inlined as a constant,
+    # which may leave its reader cheap enough to recompute
+    "mlirc-fuse-gathered-producers",
     "mlirc-recompute-cheap-producers{fused=1}",
     "mlirc-fuse-gathered-producers",
     "mlirc-fuse-multi-output",

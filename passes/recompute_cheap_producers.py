@@ -12,7 +12,13 @@ the elements it reads.
 Taken: all-parallel generics with one result and a small body (COSTS, per target)
 without gathers, read only as an input of linalg generics, each through a
 permutation of all of the reader's loops: every element is computed once per
-reader, as often as the reader would have read it back.  On the CPU the body is a
+reader, as often as the reader would have read it back.  Reads may pass through
+reshapes (copied with the producer), and a gather (tensor.extract in a generic's
+body) is a reader too where mlirc-fuse-gathered-producers can compute the producer
+at the gathered index: in the fused run its copy is inlined there before fusion's
+CSE could merge it back (a copy that fuses into nothing is merged back).  GPT-2's
+loss backward: the one-hot gradient, read by log-softmax's row sums and by the
+label shift's padding, is no longer read back by the padding.  On the CPU the body is a
 few ops of arithmetic without division or transcendental functions (kernels there
 can be compute-bound: SLEEF's tanhf was most of an elementwise chain's time).  A
 GPU kernel between GEMMs is memory-bound: there a GELU of a GEMM's result (erf and
@@ -32,11 +38,15 @@ from mlir import ir
 
 from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.passes.fuse_elementwise import fuse_elementwise
+from mlirc.passes.fuse_gathered_producers import fuse_gathered_producers, inlinable_at_gathers, reshape_groups
 from mlirc.passes.ir_utils import nested_ops
-from mlirc.passes.linalg_utils import all_parallel, elem_bytes, indexing_maps
+from mlirc.passes.linalg_utils import RESHAPES, all_parallel, elem_bytes, indexing_maps
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-recompute-cheap-producers"
+# Fused rounds: fusing one round's copies can make a producer cheap that was not (a
+# one-hot whose masks, read twice, fused into it only once copied).
+MAX_ROUNDS = 4
 DIVISIONS = frozenset(
     {"arith.divf", "arith.remf", "arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
      "arith.ceildivsi"}
@@ -99,17 +109,75 @@ def _reads_each_element_once(reader: ir.Operation, operand: int) -> bool:
     return amap.is_permutation
 
 
-def _readers(producer: ir.Operation) -> list[ir.Operation] | None:
-    """The generics that read the producer's result, each once; None if anything
-    else reads it, or reads it otherwise."""
-    readers: list[ir.Operation] = []
-    for use in producer.results[0].uses:
-        reader = use.owner.operation
-        if not _reads_each_element_once(reader, use.operand_number):
+@dataclass(frozen=True)
+class _Read:
+    """One read of the producer's result: operand `operand` of `owner` (a generic, or
+    a tensor.extract in a generic's body), through `reshapes` (first to last)."""
+
+    owner: ir.Operation
+    operand: int
+    reshapes: tuple[ir.Operation, ...]
+
+    @property
+    def reader(self) -> ir.Operation:
+        """The generic that reads: the copy goes just before it."""
+        return self.owner if self.owner.name == "linalg.generic" else self.owner.parent
+
+
+def _reads(value: ir.Value, producer: ir.Operation, reshapes: tuple[ir.Operation, ...] = ()) -> list[_Read] | None:
+    """Every read of `value`, through reshapes with static inner sizes: by generics,
+    each element once, or by gathers (extracts in a generic's body, where
+    mlirc-fuse-gathered-producers can compute the producer at the index); None if
+    anything else reads it."""
+    reads: list[_Read] = []
+    for use in value.uses:
+        owner = use.owner.operation
+        if owner.name in RESHAPES and reshape_groups(owner) is not None:
+            inner = _reads(owner.results[0], producer, (*reshapes, owner))
+            if inner is None:
+                return None
+            reads += inner
+        elif _reads_each_element_once(owner, use.operand_number) or (
+            owner.name in GATHERS
+            and owner.parent is not None
+            and owner.parent.name == "linalg.generic"
+            and inlinable_at_gathers(producer)
+        ):
+            reads.append(_Read(owner, use.operand_number, reshapes))
+        else:
             return None
-        if reader not in readers:
-            readers.append(reader)
-    return readers
+    return reads
+
+
+def _by_reader(reads: list[_Read], order: list[ir.Operation]) -> list[list[_Read]]:
+    """The reads grouped by the generic that makes them, in program order."""
+    groups: list[tuple[ir.Operation, list[_Read]]] = []
+    for read in reads:
+        group = next((g for reader, g in groups if reader == read.reader), None)
+        if group is None:
+            groups.append((read.reader, group := []))
+        group.append(read)
+    groups.sort(key=lambda g: order.index(g[0]))
+    return [g for _, g in groups]
+
+
+def _give_copy(producer: ir.Operation, group: list[_Read]) -> None:
+    """A copy of the producer (and of the reshapes between) just before the group's
+    reader, read in place of the producer by every read of the group."""
+    at = ir.InsertionPoint(group[0].reader)
+    copy = producer.clone(at)
+    copied: list[tuple[ir.Operation, ir.Value]] = []  # reshape -> its copy's result, shared within the group
+    for read in group:
+        value = copy.results[0]
+        for reshape in read.reshapes:
+            known = next((v for r, v in copied if r == reshape), None)
+            if known is None:
+                clone = reshape.clone(at)
+                clone.operands[0] = value
+                known = clone.results[0]
+                copied.append((reshape, known))
+            value = known
+        read.owner.operands[read.operand] = value
 
 
 @dataclass(frozen=True)
@@ -125,19 +193,34 @@ class RecomputeOptions:
 )
 def recompute_cheap_producers(module: ir.Operation, options: RecomputeOptions) -> None:
     cost = COSTS["cuda" if target_of(module) == "cuda" else "cpu"]
+    for _ in range(MAX_ROUNDS if options.fused else 1):
+        before = _op_count(module)
+        if not _copy_for_readers(module, cost) or not options.fused:
+            return
+        # A gather's copy is computed at the index it reads before fusion's CSE could
+        # merge it back into the producer; a copy that fuses nowhere (a sum over a
+        # dim only linalg.index reads: upstream does not fuse it) is merged back.
+        fuse_gathered_producers(module)
+        fuse_elementwise(module)
+        if _op_count(module) == before:  # every copy merged back: nothing new to look at
+            return
+
+
+def _copy_for_readers(module: ir.Operation, cost: Cost) -> bool:
+    """Give each reader but the first of every cheap producer its own copy; whether any was made."""
     copied = False
     for func_op in module.regions[0].blocks[0].operations:
         ops = list(nested_ops(func_op.operation))
         for producer in [op for op in ops if _cheap(op, cost)]:
-            readers = _readers(producer)
-            if readers is None or len(readers) < 2:
+            reads = _reads(producer.results[0], producer)
+            groups = _by_reader(reads, ops) if reads else []
+            if len(groups) < 2:
                 continue
-            readers.sort(key=ops.index)  # the first keeps the producer; each other its copy, just before it
-            for reader in readers[1:]:
-                copy = producer.clone(ir.InsertionPoint(reader))
-                for i, value in enumerate(reader.operands):
-                    if value == producer.results[0]:
-                        reader.operands[i] = copy.results[0]
+            for group in groups[1:]:  # the first reader keeps the producer; each other its copy
+                _give_copy(producer, group)
             copied = True
-    if options.fused and copied:
-        fuse_elementwise(module)
+    return copied
+
+
+def _op_count(module: ir.Operation) -> int:
+    return sum(1 for _ in nested_ops(module))

@@ -418,3 +418,39 @@ def test_padding_computes_the_activation_before_it(tmp_path, monkeypatch):
     assert '"arith.minsi"' in norm_kernels[0].ttir and '"arith.select"' in norm_kernels[0].ttir
     for kernel, _ in kernels:
         assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
+
+
+def _shifted_label_loss_backward(logp, target, grad, total):
+    """Cross-entropy's backward on a language model's shifted labels, as AOTAutograd
+    hands it over: nll_loss's one-hot, log-softmax's backward, the slice's padding."""
+    one_hot = torch.ops.aten.nll_loss_backward(grad, logp, target, None, 1, -100, total)
+    g = torch.ops.aten._log_softmax_backward_data(one_hot, logp, 1, torch.float32)
+    return torch.ops.aten.slice_backward(g.view(4, 15, 37), [4, 16, 37], 1, 0, -1, 1)
+
+
+def test_padding_reads_the_targets_not_the_one_hot(tmp_path):
+    """The one-hot gradient is read by log-softmax's row sums and by the padding: the
+    padding computes it from the targets where it reads it (mlirc-recompute-cheap-
+    producers gives the gather its own copy, mlirc-fuse-gathered-producers inlines it),
+    so the one-hot dies after the sums and is never beside the padded gradient (GPT-2's
+    backward peak on the H100, 15 MB).  Fails with the padding reading the one-hot."""
+    logp = torch.log_softmax(torch.randn(60, 37), -1)
+    args = [logp, torch.randint(0, 37, (60,)), torch.tensor(0.7), torch.tensor(60.0)]
+    compiled = torch.compile(_shifted_label_loss_backward, backend="mlirc")
+    torch.testing.assert_close(compiled(*args), _shifted_label_loss_backward(*args))
+    torch._dynamo.reset()
+    config.dump_dir = str(tmp_path)
+    try:
+        torch.compile(_shifted_label_loss_backward, backend="mlirc")(*args)
+    finally:
+        config.dump_dir = None
+    (text,) = [open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.mlirc.mlir"))]
+    with make_context():
+        module = ir.Module.parse(text.replace('mlirc.target = "cpu"', 'mlirc.target = "cuda"'))
+        stages = [name for s in gpu_backend.STAGES[: gpu_backend.STAGES.index("kernels") + 1] for name in STAGES[s]]
+        run_passes(module, stages, stage="mlirc-stage-gpu")
+        entry = next(op for op in module.body.operations if "mlirc.entry" in op.attributes)
+        calls = [op for op in entry.regions[0].blocks[0].operations if op.name == "func.call"]
+        one_hots = [c.results[0] for c in calls if str(c.results[0].type) == "tensor<60x37xf32>"]
+        (padding,) = [c for c in calls if str(c.results[0].type) == "tensor<4x16x37xf32>"]
+        assert not any(v in one_hots for v in padding.operands), str(entry)

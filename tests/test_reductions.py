@@ -3,6 +3,7 @@ and without a peeled partial block, keepdim, and every combiner kind and dtype."
 
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import compile_and_compare
 
 # Row lengths around the split-reduction block (4 vectors: 32 f32 / 16 f64 lanes on
@@ -150,6 +151,23 @@ def test_variance_converts_its_input_in_each_sum(shape, dims, monkeypatch, tmp_p
     wide = "tensor<" + "x".join(map(str, shape)) + "xf64>"
     kernels = [f.split("{", 1)[0] for f in module.split("func.func @")[1:] if f.startswith("kernel_")]
     assert kernels and not any(k.rsplit("->", 1)[1].strip().startswith(wide) for k in kernels), module
+
+
+@pytest.mark.parametrize("rows,inner,width", [(2, 3, 5), (1, 1, 1), (3, 7, 129), (0, 4, 6)])
+def test_cheap_value_read_by_a_sum_through_a_reshape_and_by_a_padding(rows, inner, width):
+    """A cheap elementwise value read by a sum through a reshape, by a padding (a
+    gather) and by an elementwise op: each reader gets its own copy
+    (mlirc-recompute-cheap-producers), the padding's computed at the index it reads.
+    Eager's values, NaN and inf included, on a non-contiguous input."""
+    x = torch.randn(rows * inner, width + 3)[:, 2:-1]
+    if x.numel():
+        x[0, 0], x[-1, -1] = float("nan"), float("inf")
+
+    def f(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        r = t * 2 + 1
+        return r.view(rows, inner, width).sum(-1), F.pad(r, (1, 0, 0, 2)), r * r
+
+    compile_and_compare(f, x)
 
 
 @pytest.mark.parametrize(
