@@ -285,6 +285,18 @@ def test_kernels_of_symbolic_sizes_compile_for_sm90(case, tmp_path, monkeypatch)
         assert looped_rows >= 1
 
 
+def _mlirc_stage_for_cuda(fn, args, tmp_path) -> str:
+    """`fn`'s one region, compiled on the CPU, at its mlirc stage (device-neutral),
+    retargeted to CUDA."""
+    config.dump_dir = str(tmp_path)
+    try:
+        torch.compile(fn, backend="mlirc")(*args)
+    finally:
+        config.dump_dir = None
+    (text,) = [open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.mlirc.mlir"))]
+    return text.replace('mlirc.target = "cpu"', 'mlirc.target = "cuda"')
+
+
 def _cuda_kernels(fn, args, tmp_path, libraries: list | None = None, prepared: list | None = None) -> list:
     """`fn`'s kernels for the CUDA target: traced on the CPU, its mlirc-stage module
     retargeted (the mlirc stage is device-neutral) and taken through the GPU stages;
@@ -292,14 +304,9 @@ def _cuda_kernels(fn, args, tmp_path, libraries: list | None = None, prepared: l
     function calls (passes/hoist_frozen.py)."""
     libraries = [] if libraries is None else libraries
     prepared = [] if prepared is None else prepared
-    config.dump_dir = str(tmp_path)
-    try:
-        torch.compile(fn, backend="mlirc")(*args)
-    finally:
-        config.dump_dir = None
-    (text,) = [open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.mlirc.mlir"))]
+    text = _mlirc_stage_for_cuda(fn, args, tmp_path)
     with make_context():
-        module = ir.Module.parse(text.replace('mlirc.target = "cpu"', 'mlirc.target = "cuda"'))
+        module = ir.Module.parse(text)
         stages = [name for s in (*gpu_backend.STAGES, gpu_backend.KERNEL_STAGE) for name in STAGES[s]]
         run_passes(module, stages, stage="mlirc-stage-gpu")
         grids = {
@@ -439,14 +446,9 @@ def test_padding_reads_the_targets_not_the_one_hot(tmp_path):
     compiled = torch.compile(_shifted_label_loss_backward, backend="mlirc")
     torch.testing.assert_close(compiled(*args), _shifted_label_loss_backward(*args))
     torch._dynamo.reset()
-    config.dump_dir = str(tmp_path)
-    try:
-        torch.compile(_shifted_label_loss_backward, backend="mlirc")(*args)
-    finally:
-        config.dump_dir = None
-    (text,) = [open(p).read() for p in sorted(glob.glob(f"{tmp_path}/*.mlirc.mlir"))]
+    text = _mlirc_stage_for_cuda(_shifted_label_loss_backward, args, tmp_path)
     with make_context():
-        module = ir.Module.parse(text.replace('mlirc.target = "cpu"', 'mlirc.target = "cuda"'))
+        module = ir.Module.parse(text)
         stages = [name for s in gpu_backend.STAGES[: gpu_backend.STAGES.index("kernels") + 1] for name in STAGES[s]]
         run_passes(module, stages, stage="mlirc-stage-gpu")
         entry = next(op for op in module.body.operations if "mlirc.entry" in op.attributes)
