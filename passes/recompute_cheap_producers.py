@@ -124,24 +124,21 @@ class _Read:
         return self.owner if self.owner.name == "linalg.generic" else self.owner.parent
 
 
-def _reads(value: ir.Value, producer: ir.Operation, reshapes: tuple[ir.Operation, ...] = ()) -> list[_Read] | None:
+def _reads(value: ir.Value, gatherable: bool, reshapes: tuple[ir.Operation, ...] = ()) -> list[_Read] | None:
     """Every read of `value`, through reshapes with static inner sizes: by generics,
-    each element once, or by gathers (extracts in a generic's body, where
-    mlirc-fuse-gathered-producers can compute the producer at the index); None if
-    anything else reads it."""
+    each element once, or, where `gatherable` (mlirc-fuse-gathered-producers can
+    compute the producer at an index), by gathers (extracts in a generic's body);
+    None if anything else reads it."""
     reads: list[_Read] = []
     for use in value.uses:
         owner = use.owner.operation
         if owner.name in RESHAPES and reshape_groups(owner) is not None:
-            inner = _reads(owner.results[0], producer, (*reshapes, owner))
+            inner = _reads(owner.results[0], gatherable, (*reshapes, owner))
             if inner is None:
                 return None
             reads += inner
         elif _reads_each_element_once(owner, use.operand_number) or (
-            owner.name in GATHERS
-            and owner.parent is not None
-            and owner.parent.name == "linalg.generic"
-            and inlinable_at_gathers(producer)
+            owner.name in GATHERS and owner.parent is not None and owner.parent.name == "linalg.generic" and gatherable
         ):
             reads.append(_Read(owner, use.operand_number, reshapes))
         else:
@@ -212,7 +209,7 @@ def _copy_for_readers(module: ir.Operation, cost: Cost) -> bool:
     for func_op in module.regions[0].blocks[0].operations:
         ops = list(nested_ops(func_op.operation))
         for producer in [op for op in ops if _cheap(op, cost)]:
-            reads = _reads(producer.results[0], producer)
+            reads = _reads(producer.results[0], inlinable_at_gathers(producer))
             groups = _by_reader(reads, ops) if reads else []
             if len(groups) < 2:
                 continue
