@@ -28,6 +28,7 @@ from mlir import ir
 from mlir.dialects import arith, func, linalg, scf, tensor
 
 from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR
+from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import remap_operands
 from mlirc.passes.linalg_utils import is_fill
 from mlirc.passes.registry import register_pass
@@ -186,7 +187,7 @@ class RowLoopBuilder:
         key = (value, tuple(sizes), tuple(id(v) if isinstance(v, ir.Value) else v for v in offsets))
         if key not in self.slices:
             sizes = [tensor.dim(value, _index(i)) if s == DYNAMIC else s for i, s in enumerate(sizes)]
-            self.slices[key] = _extract_slice(value, offsets, sizes)
+            self.slices[key] = le.extract_slice(value, offsets, sizes)
         return self.slices[key]
 
     def _insert(self, row: ir.Value, into: ir.Value) -> ir.Value:
@@ -237,14 +238,6 @@ def _values(sizes: list[Size]) -> list[ir.Value]:
 
 def _static(sizes: list[Size]) -> list[int]:
     return [DYNAMIC if isinstance(v, ir.Value) else v for v in sizes]
-
-
-def _extract_slice(value: ir.Value, offsets: list[Size], sizes: list[Size]) -> ir.Value:
-    t = ir.RankedTensorType(value.type)
-    result = ir.RankedTensorType.get(_static(sizes), t.element_type)
-    return tensor.ExtractSliceOp(
-        result, value, _values(offsets), _values(sizes), [], _static(offsets), _static(sizes), [1] * len(sizes)
-    ).result
 
 
 def tile_rows(kernel: func.FuncOp, rows: int) -> bool:

@@ -23,7 +23,7 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import entry_functions, remap_operands
+from mlirc.passes.ir_utils import clone_body, entry_functions
 from mlirc.passes.linalg_utils import indexing_maps
 from mlirc.passes.registry import register_pass
 
@@ -112,14 +112,14 @@ def _fuse(producer: ir.Operation, consumer: ir.Operation) -> None:
     ]
     block = fused.regions[0].blocks.append(*element)
     args = list(block.arguments)
-    produced = _clone_body(producer, block, [args[inputs.index(pair)] for pair in _pairs(producer, p_maps)])
+    produced = clone_body(producer, block, [args[inputs.index(pair)] for pair in _pairs(producer, p_maps)])
     c_args = []
     for value, amap in zip(_inputs(consumer), c_maps, strict=False):
         if value.owner == producer:
             c_args.append(produced[list(producer.results).index(value)])
         else:
             c_args.append(args[inputs.index((value, amap))])
-    consumed = _clone_body(consumer, block, c_args)
+    consumed = clone_body(consumer, block, c_args)
     with ir.InsertionPoint(block):
         linalg.YieldOp([produced[list(producer.results).index(r)] for r in kept] + consumed)
     for old, new in zip([*kept, *consumer.results], fused.results, strict=True):
@@ -130,25 +130,6 @@ def _fuse(producer: ir.Operation, consumer: ir.Operation) -> None:
 
 def _pairs(op: ir.Operation, maps: list[ir.AffineMap]) -> list[tuple[ir.Value, ir.AffineMap]]:
     return list(zip(_inputs(op), maps, strict=False))
-
-
-def _clone_body(op: ir.Operation, block: ir.Block, input_args: list[ir.Value]) -> list[ir.Value]:
-    """`op`'s body cloned at the end of `block`, its input arguments mapped to
-    `input_args`; returns the values it yields."""
-    source = op.regions[0].blocks[0]
-    mapping = dict(zip(list(source.arguments)[: len(input_args)], input_args, strict=True))
-    yielded: list[ir.Value] = []
-    with ir.InsertionPoint(block):
-        for inner in source.operations:
-            inner = inner.operation
-            if inner.name == "linalg.yield":
-                yielded = [mapping.get(v, v) for v in inner.operands]
-                continue
-            clone = inner.clone()
-            remap_operands(clone, mapping)
-            for old, new in zip(inner.results, clone.results, strict=True):
-                mapping[old] = new
-    return yielded
 
 
 @register_pass(NAME, "Fuse elementwise producers read by others too into their elementwise consumers (multi-result)")

@@ -201,3 +201,23 @@ def run_transform(module: ir.Operation, lines: list[str]) -> None:
         passmanager.PassManager.parse("builtin.module(transform-interpreter)").run(module)
     finally:
         transform_module.erase()
+
+
+def clone_body(
+    op: ir.Operation, block: ir.Block, args: list[ir.Value], stop: ir.Operation | None = None
+) -> list[ir.Value]:
+    """`op`'s (a linalg op's) body cloned at the end of `block`, its first block
+    arguments mapped to `args`; returns the values it yields or, with `stop`, the
+    operands of that op (which is not cloned, nor anything after it)."""
+    source = op.regions[0].blocks[0]
+    mapping = dict(zip(list(source.arguments)[: len(args)], args, strict=True))
+    with ir.InsertionPoint(block):
+        for inner in source.operations:
+            inner = inner.operation
+            if (stop is not None and inner == stop) or inner.name == "linalg.yield":
+                return [mapping.get(v, v) for v in inner.operands]
+            clone = inner.clone()
+            remap_operands(clone, mapping)
+            for old, new in zip(inner.results, clone.results, strict=True):
+                mapping[old] = new
+    return []

@@ -77,6 +77,15 @@ def dims_of(value: ir.Value) -> list[dims.Dim]:
     return [dims.dim_of(value, d) for d in range(len(shapes.shape_of(value)))]
 
 
+def extract_slice(value: ir.Value, offsets: Sequence[dims.Dim], sizes: Sequence[dims.Dim]) -> ir.Value:
+    """`value`'s box at `offsets` of `sizes` (unit strides), each an int or an `index` value."""
+    dynamic = ir.ShapedType.get_dynamic_size()
+    static = [[dynamic if isinstance(v, ir.Value) else v for v in seq] for seq in (offsets, sizes)]
+    values = [[v for v in seq if isinstance(v, ir.Value)] for seq in (offsets, sizes)]
+    result = ir.RankedTensorType.get(static[1], ir.RankedTensorType(value.type).element_type)
+    return tensor.ExtractSliceOp(result, value, *values, [], *static, [1] * len(sizes)).result
+
+
 def fill(value: ir.Value, init: ir.Value) -> ir.Value:
     return linalg.fill(value, outs=[init])
 

@@ -51,6 +51,7 @@ from mlirc.passes import (  # noqa: F401
     slice_broadcasts,
     split_column_sums,
     split_reductions,
+    split_sliced_generics,
     transpose_views,
 )
 from mlirc.passes.registry import PASSES, expand, format_element, parse_element, register_pipeline
@@ -58,6 +59,8 @@ from mlirc.passes.registry import PASSES, expand, format_element, parse_element,
 LINALG = [
     "mlirc-outline-library-calls", "mlirc-split-reductions", "mlirc-slice-broadcasts", "mlirc-lower-to-linalg",
     "mlirc-fold-slice-reads", "canonicalize", "cse",
+    # after canonicalize: on `?` dims a view's collapse-then-expand is one expand only then
+    "mlirc-split-sliced-generics", "canonicalize", "cse",
 ]  # fmt: skip
 # CPU only, before fusion: the layout permutes and contractions they add fuse into their
 # neighbours, half-precision ops compute in f32 while each is still its own generic, and

@@ -560,3 +560,64 @@ def test_group_members_reading_one_dying_value():
         return (y * 2).sin(), (y + v).exp(), torch.tanh(v) * 3
 
     compile_and_compare(fn, cuda(37, 64), cuda(64, 129), cuda(129))
+
+
+def _unbound_thirds(x, b):
+    q, k, v = (x @ b.t() + 1).view(x.shape[0], 3, b.shape[1]).unbind(1)
+    return q * k - v
+
+
+def _chunks_of_a_bias_add(x, b):
+    head, tail = (x + b).split([2, x.shape[1] - 2], dim=1)
+    return head.exp(), tail.sin()
+
+
+def _shifted_pair(x, b):  # overlapping slices: computed once, not split
+    y = (x * b).cos()
+    return y[:, :-1] - y[:, 1:]
+
+
+def _partial_slice(x, b):  # only columns 1..3 of the product are ever read
+    return (x * b)[:, 1:4].tanh()
+
+
+def _stacked_qkv_attention(x, w, b):
+    batch, tokens, dim = x.shape
+    q, k, v = F.linear(x, w, b).view(batch, tokens, 3, 2, dim // 2).permute(2, 0, 3, 1, 4)
+    return torch.softmax(q @ k.transpose(-2, -1), -1) @ v
+
+
+SLICED = {
+    "unbind": (_unbound_thirds, lambda r, c: (cuda(r, c), cuda(3 * c, c))),
+    "chunks": (_chunks_of_a_bias_add, lambda r, c: (cuda(r, c + 4), cuda(c + 4))),
+    "shifted": (_shifted_pair, lambda r, c: (cuda(r, c + 2), cuda(c + 2))),
+    "partial": (_partial_slice, lambda r, c: (cuda(r, c + 5), cuda(r, 1))),
+}
+
+
+@pytest.mark.parametrize("rows, cols", [(7, 5), (1, 1), (0, 3), (13, 129)])
+@pytest.mark.parametrize("name", list(SLICED))
+def test_slices_of_elementwise_results(name, rows, cols):
+    """A value read only through disjoint slices is computed per slice
+    (mlirc-split-sliced-generics): eager's values with NaN and inf, on odd and empty
+    shapes, a column-major input and at symbolic sizes."""
+    fn, make = SLICED[name]
+    x, b = make(rows, cols)
+    if x.numel():
+        x.view(-1)[0], x.view(-1)[-1] = float("nan"), float("inf")
+    compile_and_compare(fn, x, b)
+    torch._dynamo.reset()
+    compile_and_compare(fn, x.t().contiguous().t(), b)
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="mlirc", dynamic=True)
+    for extra in (0, 3):
+        x, b = make(rows + extra, cols)
+        torch.testing.assert_close(compiled(x, b), fn(x, b), equal_nan=True)
+
+
+@pytest.mark.parametrize("batch, tokens", [(3, 7), (1, 1), (2, 13)])
+def test_stacked_qkv_attention_and_its_gradients(batch, tokens):
+    x = torch.randn(batch, tokens, 10, device="cuda", dtype=torch.float64, requires_grad=True)
+    w, b = (torch.randn(*s, device="cuda", dtype=torch.float64, requires_grad=True) for s in ((30, 10), (30,)))
+    stats = compare_gradients(_stacked_qkv_attention, x, w, b)
+    assert stats.fallback_nodes == 0, stats.summary()

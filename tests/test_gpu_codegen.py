@@ -456,3 +456,28 @@ def test_padding_reads_the_targets_not_the_one_hot(tmp_path):
         one_hots = [c.results[0] for c in calls if str(c.results[0].type) == "tensor<60x37xf32>"]
         (padding,) = [c for c in calls if str(c.results[0].type) == "tensor<4x16x37xf32>"]
         assert not any(v in one_hots for v in padding.operands), str(entry)
+
+
+def _stacked_qkv_attention(x, w, b):
+    """Attention as timm and the benchmark's models write it: one projection for q, k
+    and v, viewed per head and permuted, then unbound."""
+    batch, tokens, dim = x.shape
+    q, k, v = F.linear(x, w, b).view(batch, tokens, 3, 2, dim // 2).permute(2, 0, 3, 1, 4)
+    return torch.softmax(q @ k.transpose(-2, -1), -1) @ v
+
+
+@pytest.mark.parametrize("batch, tokens", [(3, 7), (2, 13)])
+def test_stacked_qkv_is_three_tensors(batch, tokens, tmp_path):
+    """On the GPU q, k.T and v are computed apart from the projection (mlirc-split-
+    sliced-generics): no [3, batch, heads, tokens, dim] tensor is written, so a saved
+    key does not keep the stack alive, and one kernel writes k.T from the projection's
+    result.  Fails with the pass left out."""
+    args = (torch.randn(batch, tokens, 10), torch.randn(30, 10), torch.randn(30))
+    text = _mlirc_stage_for_cuda(_stacked_qkv_attention, args, tmp_path)
+    with make_context():
+        module = ir.Module.parse(text)
+        stages = [name for s in gpu_backend.STAGES[: gpu_backend.STAGES.index("kernels") + 1] for name in STAGES[s]]
+        run_passes(module, stages, stage="mlirc-stage-gpu")
+        kernels = str(module)
+    assert f"tensor<3x{batch}x2x{tokens}x5xf32>" not in kernels, kernels
+    assert f"-> tensor<{batch}x2x5x{tokens}xf32>" in kernels, kernels  # k.T, written once
