@@ -32,6 +32,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_vector_math,
     cpu_vectorize,
     cpu_widen_halves,
+    fold_broadcast_sums,
     fold_slice_reads,
     fold_symbolic_reshapes,
     form_kernels,
@@ -75,6 +76,8 @@ KERNELS = [
     # twice: on single ops, then on the bodies fusion made (a GELU, seven ops in one)
     "mlirc-recompute-cheap-producers",
     "mlirc-fuse-elementwise",
+    # a broadcast that fusion cannot put into a sum over its broadcast dims
+    "mlirc-fold-broadcast-sums",
     # gathers' producers first: a splat read by a gather is inlined as a constant,
     # which may leave its reader cheap enough to recompute
     "mlirc-fuse-gathered-producers",

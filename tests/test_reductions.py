@@ -193,3 +193,25 @@ def test_sums_split_at_dim_boundaries(shape, dims):
         return g, t.sum(dims), t * (g / (g.mean(dim=-1, keepdim=True) + 1e-6))
 
     compile_and_compare(grn, x)
+
+
+def _mean_backward_bias_grad(g: torch.Tensor, tokens: int) -> tuple[torch.Tensor, ...]:
+    """A mean's backward (the gradient broadcast over the tokens it averaged) summed as
+    a layer norm's bias gradient, and over the tokens alone."""
+    spread = g.unsqueeze(1).expand(g.shape[0], tokens, g.shape[1]) / tokens
+    return spread.sum((0, 1)), spread.sum(1), (spread * 3).sum((0, 1)) + 1
+
+
+@pytest.mark.parametrize("batch,tokens,width", [(4, 64, 33), (1, 1, 1), (3, 7, 129), (0, 5, 6), (2, 0, 3)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_sum_over_dims_its_summand_does_not_read(batch, tokens, width, dtype):
+    """A sum over broadcast dims is the summand times their count
+    (mlirc-fold-broadcast-sums): eager's values with NaN and inf in the gradient, on a
+    non-contiguous input, empty batches and an empty token dim (the sum is 0 there,
+    not 0 * inf)."""
+    g = torch.randn(width + 2, batch).t()[:, 1:-1] if dtype.is_floating_point else torch.randint(-9, 9, (batch, width))
+    g = g.to(dtype)
+    if g.numel() and dtype.is_floating_point:
+        g[0, 0], g[-1, -1] = float("nan"), float("inf")
+    compile_and_compare(lambda t: _mean_backward_bias_grad(t, tokens) if dtype.is_floating_point else
+                        t.unsqueeze(1).expand(t.shape[0], tokens, t.shape[1]).sum((0, 1)), g)  # fmt: skip
