@@ -15,7 +15,8 @@ left alone (0 * inf would be NaN where the sum is its init).
 Taken: a linalg.generic whose body yields `summand + out` (out read nowhere else),
 reading an all-parallel generic's result (written through the identity; its inputs
 read through dims and constants), where some of the sum's reduction loops are read by
-no other operand of it and no input of the producer, with static ranges.  The
+no other operand of it and no input of the producer, with static ranges whose
+product the element type holds exactly (256 in half precision).  The
 producer stays for its other readers.
 """
 
@@ -119,9 +120,21 @@ def _fold(op: ir.Operation) -> bool:
         ranges = loop_ranges(op)
         if not unspanned or any(ranges[d] < 1 for d in unspanned):
             continue  # nothing to fold, a symbolic range, or an empty loop (the sum is its init)
-        _rewrite(op, index, producer, composed, unspanned, math.prod(ranges[d] for d in unspanned), combine)
+        count = math.prod(ranges[d] for d in unspanned)
+        if not _exact(op.results[0].type, count):
+            continue
+        _rewrite(op, index, producer, composed, unspanned, count, combine)
         return True
     return False
+
+
+def _exact(result_type: ir.Type, count: int) -> bool:
+    """Is `count` a value of the sum's element type (bfloat16 holds integers up to 256,
+    an i8 up to 127)?"""
+    elem = ir.RankedTensorType(result_type).element_type
+    if isinstance(elem, ir.IntegerType):
+        return count < 2 ** (ir.IntegerType(elem).width - 1)
+    return count <= {16: 256}.get(ir.FloatType(elem).width, 2**24)
 
 
 def _broadcasting_producer(producer: ir.Operation) -> bool:
