@@ -29,15 +29,11 @@ from mlir.dialects import arith
 
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import clone_body, nested_ops
-from mlirc.passes.linalg_utils import all_parallel, indexing_maps, loop_ranges
+from mlirc.passes.linalg_utils import all_parallel, dps_inputs, indexing_maps, loop_ranges
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-fold-broadcast-sums"
 SUMS = {"arith.addf": arith.mulf, "arith.addi": arith.muli}  # the combiner -> what repeats it
-
-
-def _inputs(op: ir.Operation) -> list[ir.Value]:
-    return list(op.operands)[: len(op.operands) - len(op.results)]
 
 
 def _reducing(op: ir.Operation) -> list[int]:
@@ -105,7 +101,7 @@ def _fold(op: ir.Operation) -> bool:
     combine = _combiner(op)
     if combine is None:
         return False
-    maps, inputs = indexing_maps(op), _inputs(op)
+    maps, inputs = indexing_maps(op), dps_inputs(op)
     for index, value in enumerate(inputs):
         producer = value.owner
         if isinstance(producer, ir.Block) or not _broadcasting_producer(producer.operation):
@@ -158,11 +154,11 @@ def _rewrite(
     count: int,
     combine: tuple[ir.Operation, int],
 ) -> None:
-    maps, inputs = indexing_maps(op), _inputs(op)
+    maps, inputs = indexing_maps(op), dps_inputs(op)
     kept = [d for d in range(maps[0].n_dims) if d not in unspanned]
     kinds = [str(k).split("<")[-1].rstrip(">") for k in ir.ArrayAttr(op.attributes["iterator_types"])]
     others = [i for i in range(len(inputs)) if i != index]
-    new_inputs = [inputs[i] for i in others] + _inputs(producer)
+    new_inputs = [inputs[i] for i in others] + dps_inputs(producer)
     new_maps = [_renumbered(maps[i], kept) for i in others] + [_renumbered(m, kept) for m in composed]
     root, summand_at = combine
 

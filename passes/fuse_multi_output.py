@@ -24,7 +24,7 @@ from mlir.dialects import linalg
 
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import clone_body, entry_functions
-from mlirc.passes.linalg_utils import indexing_maps
+from mlirc.passes.linalg_utils import dps_inputs, indexing_maps
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-fuse-multi-output"
@@ -54,21 +54,17 @@ def _loops(op: ir.Operation) -> list[int]:
     return list(ir.RankedTensorType(op.results[0].type).shape)
 
 
-def _inputs(op: ir.Operation) -> list[ir.Value]:
-    return list(op.operands)[: len(op.operands) - len(op.results)]
-
-
 def _fusible_producer(consumer: ir.Operation, order: dict) -> ir.Operation | None:
     """A producer of `consumer`'s inputs to take in, or None."""
     maps = indexing_maps(consumer)
-    for value, amap in zip(_inputs(consumer), maps, strict=False):
+    for value, amap in zip(dps_inputs(consumer), maps, strict=False):
         owner = value.owner
         if isinstance(owner, ir.Block) or not _identity(amap):
             continue
         producer = owner.operation
         if producer not in order or not _elementwise(producer) or _loops(producer) != _loops(consumer):
             continue
-        reads = [i for i, v in enumerate(_inputs(consumer)) if v.owner == producer]
+        reads = [i for i, v in enumerate(dps_inputs(consumer)) if v.owner == producer]
         if any(not _identity(maps[i]) for i in reads):
             continue
         users = [
@@ -88,11 +84,14 @@ def _fuse(producer: ir.Operation, consumer: ir.Operation) -> None:
     p_maps, c_maps = indexing_maps(producer), indexing_maps(consumer)
     kept = [r for r in producer.results if any(u.owner != consumer for u in r.uses)]
     inputs: list[tuple[ir.Value, ir.AffineMap]] = []
-    for value, amap in [*zip(_inputs(producer), p_maps, strict=False), *zip(_inputs(consumer), c_maps, strict=False)]:
+    for value, amap in [
+        *zip(dps_inputs(producer), p_maps, strict=False),
+        *zip(dps_inputs(consumer), c_maps, strict=False),
+    ]:
         if value.owner != producer and (value, amap) not in inputs:
             inputs.append((value, amap))
-    p_outs = list(producer.operands)[len(_inputs(producer)) :]
-    c_outs = list(consumer.operands)[len(_inputs(consumer)) :]
+    p_outs = list(producer.operands)[len(dps_inputs(producer)) :]
+    c_outs = list(consumer.operands)[len(dps_inputs(consumer)) :]
     outs = [p_outs[list(producer.results).index(r)] for r in kept] + c_outs
     out_maps = [p_maps[-1]] * len(outs)
     with ir.InsertionPoint(consumer), consumer.location:
@@ -114,7 +113,7 @@ def _fuse(producer: ir.Operation, consumer: ir.Operation) -> None:
     args = list(block.arguments)
     produced = clone_body(producer, block, [args[inputs.index(pair)] for pair in _pairs(producer, p_maps)])
     c_args = []
-    for value, amap in zip(_inputs(consumer), c_maps, strict=False):
+    for value, amap in zip(dps_inputs(consumer), c_maps, strict=False):
         if value.owner == producer:
             c_args.append(produced[list(producer.results).index(value)])
         else:
@@ -129,7 +128,7 @@ def _fuse(producer: ir.Operation, consumer: ir.Operation) -> None:
 
 
 def _pairs(op: ir.Operation, maps: list[ir.AffineMap]) -> list[tuple[ir.Value, ir.AffineMap]]:
-    return list(zip(_inputs(op), maps, strict=False))
+    return list(zip(dps_inputs(op), maps, strict=False))
 
 
 @register_pass(NAME, "Fuse elementwise producers read by others too into their elementwise consumers (multi-result)")

@@ -37,6 +37,11 @@ def scatter_arguments(kernel: ir.OpView, scatter: ir.Operation) -> list[int] | N
     return [args.index(v) for v in sources] if all(v in args for v in sources) else None
 
 
+def dps_inputs(op: ir.Operation) -> list[ir.Value]:
+    """A linalg op's inputs (its operands before the inits)."""
+    return list(op.operands)[: len(op.operands) - len(op.results)]
+
+
 def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
     """A linalg op's indexing maps, operands in order."""
     return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]

@@ -158,11 +158,12 @@ def _split(generic: ir.Operation, slices: list[ir.Operation]) -> None:
     for use in list(generic.results[0].uses):
         if use.owner.operation.name == "tensor.dim":
             use.owner.operation.operands[0] = generic.operands[n_inputs]
+    with ir.InsertionPoint(generic), generic.location:
+        whole = le.dims_of(generic.operands[n_inputs])  # the init's sizes, before every slice
     for slice_op, box in zip(slices, boxes, strict=True):
         with ir.InsertionPoint(slice_op), slice_op.location:
             sliced = [_input_slice(v, m, box) for v, m in zip(inputs, maps, strict=False)]
             result_type = ir.RankedTensorType(slice_op.results[0].type)
-            whole = le.dims_of(generic.operands[n_inputs])
             init = le.empty(
                 [whole[d] if stop == -1 else stop - start for d, (start, stop) in enumerate(box)],
                 result_type.element_type,
