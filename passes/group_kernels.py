@@ -1,5 +1,5 @@
-"""mlirc-group-kernels: independent elementwise kernels the entry calls one after
-another become one launch (horizontal fusion; Inductor's combo kernels).
+"""mlirc-group-kernels: independent kernels the entry calls one after another
+become one launch (horizontal fusion; Inductor's combo kernels).
 
 An optimizer step is a few elementwise kernels per parameter, each reading and
 writing only its own parameter's tensors: nothing fuses them vertically, and a BERT
@@ -12,10 +12,16 @@ running one member's program; the host wrapper launches it once.  The CPU pipeli
 does not group: there a group would be host code calling kernels, which
 bufferization turns into temporaries and copies for its members' results.
 
+A batch norm's backward is the same shape on a smaller scale: its two per-channel
+sums, each split in two (mlirc-split-column-sums), end in two small column sums that
+read nothing of each other.  So reductions join too, one per kernel (a program of a group runs one
+member's tile, whatever its plan).
+
 What joins a group: a call of a generated kernel (not a library call, not a scatter
 updating its first operand in place, not a copy mlirc-bind-sizes made) of static
-sizes whose linalg ops are all-parallel generics, and which reads no result of the
-group it would join.  Ops between the members stay where they are; the group is
+sizes whose linalg ops are generics, all-parallel but for at most one reduction (not
+a row group's, nor a GEMM's: their launches are tuned, their warps many), and which
+reads no result of the group it would join.  Ops between the members stay where they are; the group is
 called where its last member was, so a run ends before the first op that reads one
 of its results -- but for a reshape (a view: it moves after the group call, and what
 reads it cannot join) -- as it does when the group's arguments would exceed
@@ -30,7 +36,15 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import func
 
-from mlirc.dialects.attributes import GROUP_ATTR, IN_PLACE_ATTR, KERNEL_ATTR, LIBRARY_ATTR, ORIGIN_ATTR
+from mlirc.dialects.attributes import (
+    GROUP_ATTR,
+    IN_PLACE_ATTR,
+    KERNEL_ATTR,
+    LIBRARY_ATTR,
+    ORIGIN_ATTR,
+    ROWS_ATTR,
+    TILE_ATTR,
+)
 from mlirc.passes.ir_utils import callee, entry_functions, functions
 from mlirc.passes.linalg_utils import RESHAPES
 from mlirc.passes.registry import register_pass
@@ -51,7 +65,8 @@ def _static(types: list[ir.Type]) -> bool:
 
 
 def groupable(kernel: func.FuncOp) -> bool:
-    """A generated elementwise kernel of static sizes (see the module's docstring)."""
+    """A generated kernel of static sizes, elementwise or one reduction (see the
+    module's docstring)."""
     attrs = kernel.attributes
     if any(a in attrs for a in (LIBRARY_ATTR, IN_PLACE_ATTR, ORIGIN_ATTR, GROUP_ATTR)) or KERNEL_ATTR not in attrs:
         return False
@@ -60,15 +75,17 @@ def groupable(kernel: func.FuncOp) -> bool:
     ftype = ir.FunctionType(kernel.attributes["function_type"].value)
     if not _static([*ftype.inputs, *ftype.results]) or not len(ftype.results):
         return False
+    reductions = 0
     for op in kernel.entry_block.operations:
         op = op.operation
         if op.name not in _BODY_OPS:
             return False
         if op.name == "linalg.generic":
             iterators = ir.ArrayAttr(op.attributes["iterator_types"])
-            if any(not str(it).endswith("<parallel>") for it in iterators):
-                return False
-    return True
+            reductions += any(not str(it).endswith("<parallel>") for it in iterators)
+    # A reduction joins alone in its kernel: a row group (several reductions, its rows
+    # looped in chunks by up to 32 warps) and a GEMM (pipelined tt.dot) keep their launches.
+    return reductions == 0 or (reductions == 1 and not any(a in attrs for a in (ROWS_ATTR, TILE_ATTR)))
 
 
 class _Run:
@@ -153,7 +170,7 @@ def make_group(run: _Run, name: str, anchor: func.FuncOp) -> func.FuncOp:
     return group
 
 
-@register_pass(NAME, "Independent elementwise kernel calls -> one group kernel (one launch)", GroupKernelsOptions)
+@register_pass(NAME, "Independent kernel calls -> one group kernel (one launch)", GroupKernelsOptions)
 def group_kernels(module: ir.Operation, options: GroupKernelsOptions = GroupKernelsOptions()) -> None:
     top = module.regions[0].blocks[0]
     kernels = functions(top)
