@@ -12,7 +12,8 @@ too: their program walks each row in chunks, one pass per reduction
 Groups are found by mlirc.passes.row_groups; inside one, a kernel reads an earlier
 member's result only in place, which is what keeps it in registers; per-row work
 between the reductions (pointwise over the rows alone: logsumexp's guard on the row
-maxima) joins too.  The members are inlined into one kernel, which
+maxima) joins too, and a reshape of a member's result between members (a batch
+norm's statistics reshaped for the return) moves after the group.  The members are inlined into one kernel, which
 `mlirc-gpu-lower-to-tt` lowers as a whole (TileEmitter.emit_rows).
 """
 
@@ -33,5 +34,5 @@ MAX_LOOPED_ROW = 65536
 
 @register_pass("mlirc-gpu-fuse-rows", "GPU: fuse consecutive kernels over the same rows into one kernel")
 def gpu_fuse_rows(module: ir.Operation) -> None:
-    for kernel, rows in fuse_row_groups(module, MAX_LOOPED_ROW, per_row=True):
+    for kernel, rows in fuse_row_groups(module, MAX_LOOPED_ROW, per_row=True, across_reshapes=True):
         kernel.attributes[ROWS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rows)

@@ -6,34 +6,61 @@ the last loop.  Where the result's indexing map permutes the loops -- an activat
 kept channels-last (mlirc-channels-last: loops n, c, h, w writing n, h, w, c) --
 neighbouring threads would store C elements apart, each store its own memory
 transaction.  Here the parallel loops are renumbered so that the result's map is the
-identity on them; reduction loops stay last, in their order.  Operands read in the
+identity on them; reduction loops go last, in their order.  Operands read in the
 result's layout (the previous activation) are then read contiguously too.  Bodies
 change only where they read a loop's index (linalg.index).  The CPU vectorizes along
 whichever loop its schedule picks, so this is the GPU's alone.
+
+A short reduction before a parallel loop whose result is in order already (a split
+column sum's last stage, [N, C] summed into C) goes last too: then it is a row
+reduction (passes/row_groups.py), which row fusion puts in one kernel with the
+per-channel work after it (a batch norm's mean, its rsqrt) and with sibling sums of
+the same shape.  Its tile reads each column's elements across the rows either way
+(the tile emitter splits loops into parallel and reduction ones by kind, not
+position); only a long one keeps the column plan of a reduction not innermost,
+which spreads many columns over each program (gpu_tile_plans.plan_tiles).
 """
 
 from __future__ import annotations
+
+import math
 
 from mlir import ir
 
 from mlirc.dialects.attributes import LIBRARY_ATTR
 from mlirc.passes.ir_utils import functions, nested_ops
-from mlirc.passes.linalg_utils import indexing_maps, set_indexing_maps
+from mlirc.passes.linalg_utils import indexing_maps, loop_ranges, set_indexing_maps
 from mlirc.passes.registry import register_pass
+
+# elements: rows of at most this many hold at least 16 columns per program
+# (TILE_ELEMENTS // SHORT_REDUCTION), so a short column's loads stay contiguous
+SHORT_REDUCTION = 256
 
 
 def result_order(generic: ir.Operation) -> list[int] | None:
-    """The new loop order (old loop positions), or None where the result's map is
-    already the identity on the parallel loops or not a permutation of them."""
+    """The new loop order (old loop positions), or None where the loops are in it
+    already or the result's map is not a permutation of the parallel loops."""
     iterators = [str(k) for k in ir.ArrayAttr(generic.attributes["iterator_types"])]
     parallel = [d for d, k in enumerate(iterators) if "parallel" in k]
+    reduction = [d for d, k in enumerate(iterators) if "parallel" not in k]
     if len(generic.results) != 1:
         return None
     out_map = indexing_maps(generic)[-1]
     dims = [ir.AffineDimExpr(e).position if isinstance(e, ir.AffineDimExpr) else None for e in out_map.results]
-    if None in dims or sorted(dims) != parallel or dims == parallel:
+    if None in dims or sorted(dims) != parallel:
         return None
-    return dims + [d for d, k in enumerate(iterators) if "parallel" not in k]
+    order = dims + reduction
+    if dims == parallel and not _short(generic, reduction):
+        return None  # a long column sum keeps its plan (passes/gpu_tile_plans.py)
+    return None if order == list(range(len(iterators))) else order
+
+
+def _short(generic: ir.Operation, reduction: list[int]) -> bool:
+    """Is the reduction at most SHORT_REDUCTION elements, static?"""
+    ranges = loop_ranges(generic)
+    return (
+        bool(reduction) and all(r >= 0 for r in ranges) and math.prod(ranges[d] for d in reduction) <= SHORT_REDUCTION
+    )
 
 
 def reorder_loops(generic: ir.Operation, order: list[int]) -> None:

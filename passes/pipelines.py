@@ -43,6 +43,7 @@ from mlirc.passes import (  # noqa: F401
     gpu_loop_order,
     gpu_lower_to_tt,
     gpu_matmul,
+    gpu_sibling_reductions,
     group_kernels,
     hoist_frozen,
     lower_to_linalg,
@@ -167,10 +168,11 @@ CPU = [
 # Work on parameters alone (a convolution weight's OIHW -> OHWI transpose) moves out
 # first, as on the CPU: its kernels run once, not per call.  Named ops (pooling,
 # non-library contractions) become generics: the tt lowering tiles any generic,
-# reading operands through their indexing maps.  Independent elementwise kernels (an
-# optimizer step's, per parameter) then share launches.
+# reading operands through their indexing maps.  Independent kernels (an optimizer
+# step's, per parameter; sums that read nothing of each other) then share launches.
 GPU_FUSION = [
-    "mlirc-hoist-frozen", "mlirc-gpu-loop-order", "mlirc-gpu-matmul", "mlirc-gpu-fuse-rows",
+    "mlirc-hoist-frozen", "mlirc-gpu-loop-order", "mlirc-gpu-matmul", "mlirc-gpu-sibling-reductions",
+    "mlirc-gpu-fuse-rows",
     "func.func(linalg-generalize-named-ops)", "mlirc-group-kernels",
 ]  # fmt: skip
 GPU = ["mlirc-gpu-lower-to-tt"]

@@ -35,7 +35,7 @@ from mlir.dialects import func
 
 from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ATTR
 from mlirc.passes.ir_utils import entry_functions, erase_uncalled_kernels, functions, fuse_calls
-from mlirc.passes.linalg_utils import KERNEL_PLUMBING, VIEWS, is_fill, loop_ranges
+from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill, loop_ranges, through_reshapes
 from mlirc.passes.resolve_call_dims import dim_source
 from mlirc.passes.size_keys import SizeKeys
 
@@ -116,6 +116,7 @@ class Grouper:
         contractions: bool = False,
         row_elements: bool = False,
         per_row: bool = False,
+        across_reshapes: bool = False,
     ) -> None:
         self.kernels = kernels
         self.max_row = max_row  # elements of the longest row a group may hold
@@ -124,6 +125,10 @@ class Grouper:
         # May a member read a fixed element of an earlier member's row?  A CPU row
         # loop holds the row in a buffer; a GPU program holds it across its lanes.
         self.row_elements = row_elements
+        # May reshapes lie between members (moved after the group's call where they
+        # reshape its results)?  A batch norm's statistics are reshaped for the return
+        # between the per-channel kernels that would join their last sum.
+        self.across_reshapes = across_reshapes
         self.keys = SizeKeys()  # the `?` sizes of the entry being grouped
 
     def call_shape(self, call: ir.Operation) -> RowShape | None:
@@ -181,6 +186,8 @@ class Grouper:
         maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
         inputs = ir.DenseI32ArrayAttr(generic.attributes["operandSegmentSizes"])[0]
         for operand, arg in zip(call.operands, args, strict=True):
+            if operand not in produced and through_reshapes(operand) in produced:
+                return False  # a member's result reshaped: no longer where the member wrote it
             if operand not in produced:
                 continue
             uses = [(u.owner.operation, u.operand_number) for u in arg.uses]
@@ -198,7 +205,7 @@ class Grouper:
     def groups(self, calls: list[ir.Operation]) -> list[list[ir.Operation]]:
         # Work on sizes between calls (a size assertion, mlirc-split-reductions') reads
         # no kernel's result: it splits no run of calls.
-        calls = [op for op in calls if not _size_work(op)]
+        calls = [op for op in calls if not _size_work(op) and not (self.across_reshapes and op.name in RESHAPES)]
         # Keys of this function as it is now: fusing an earlier entry's groups erased
         # ops, whose values' addresses may come back as other values.
         self.keys = SizeKeys()
@@ -254,18 +261,44 @@ def _size_work(op: ir.Operation) -> bool:
 
 
 def fuse_row_groups(
-    module: ir.Operation, max_row: int, contractions: bool = False, row_elements: bool = False, per_row: bool = False
+    module: ir.Operation,
+    max_row: int,
+    contractions: bool = False,
+    row_elements: bool = False,
+    per_row: bool = False,
+    across_reshapes: bool = False,
 ) -> list[tuple[func.FuncOp, int]]:
     """Inline every row group of the module's entries into one kernel `rows_N`;
     the fused kernels with their number of leading row dims."""
     top = module.regions[0].blocks[0]
     kernels = functions(top)
-    grouper = Grouper(kernels, max_row, contractions, row_elements, per_row)
+    grouper = Grouper(kernels, max_row, contractions, row_elements, per_row, across_reshapes)
     fused: list[tuple[func.FuncOp, int]] = []
     for entry in entry_functions(top):
         calls = [op.operation for op in entry.entry_block.operations]
-        for group in grouper.groups(calls):
+        # reshapes found before any group is fused (fusing erases the members)
+        for group, reshapes in [(g, _reshapes_of_results(calls, g)) for g in grouper.groups(calls)]:
             rows = min(r for r in (row_shape(grouper.kernel_of(c)).rows for c in group) if r)
-            fused.append((fuse_calls(group, kernels, f"rows_{len(fused)}"), rows))
+            name = f"rows_{len(fused)}"
+            fused.append((fuse_calls(group, kernels, name), rows))
+            last = _call_of(entry, name) if reshapes else None  # in the last member's place
+            for reshape in reshapes:
+                reshape.move_after(last)
+                last = reshape
     erase_uncalled_kernels(top, kernels)
     return fused
+
+
+def _reshapes_of_results(calls: list[ir.Operation], group: list[ir.Operation]) -> list[ir.Operation]:
+    """The reshapes between the group's first and last calls of its members' results."""
+    inside = calls[calls.index(group[0]) : calls.index(group[-1])]
+    produced = {r for member in group for r in member.results}
+    return [op for op in inside if op.name in RESHAPES and through_reshapes(op.operands[0]) in produced]
+
+
+def _call_of(entry: func.FuncOp, name: str) -> ir.Operation:
+    return next(
+        op.operation
+        for op in entry.entry_block.operations
+        if op.operation.name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == name
+    )

@@ -481,3 +481,51 @@ def test_stacked_qkv_is_three_tensors(batch, tokens, tmp_path):
         kernels = str(module)
     assert f"tensor<3x{batch}x2x{tokens}x5xf32>" not in kernels, kernels
     assert f"-> tensor<{batch}x2x5x{tokens}xf32>" in kernels, kernels  # k.T, written once
+
+
+def _reductions_by_kernel(module: ir.Module) -> dict[str, list[ir.Operation]]:
+    """Each kernel's reduction generics, at the gpu-fusion stage."""
+    found: dict[str, list[ir.Operation]] = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func" or "mlirc.kernel" not in op.attributes or not op.regions[0].blocks:
+            continue
+        for inner in op.regions[0].blocks[0].operations:
+            inner = inner.operation
+            iterators = inner.attributes["iterator_types"] if inner.name == "linalg.generic" else []
+            if any("reduction" in str(k) for k in iterators):
+                found.setdefault(ir.StringAttr(op.attributes["sym_name"]).value, []).append(inner)
+    return found
+
+
+@pytest.mark.parametrize("batch, size", [(8, (30, 30)), (3, (7, 5))])
+def test_batch_norm_training_sums_share_kernels(batch, size, tmp_path, monkeypatch):
+    """A training batch norm's backward sums the gradient and the gradient times the
+    centred input over the same pixels: one kernel reads the gradient once for both
+    (mlirc-gpu-sibling-reductions), and the forward's per-channel rsqrt joins the
+    variance's last, short stage (mlirc-gpu-loop-order makes a short column sum a row
+    reduction).  Every kernel compiles."""
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
+    conv, norm = torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16)
+    x = torch.randn(batch, 3, *size)
+    texts = _kernels_ir(lambda t: F.relu(norm(conv(t))).square().sum(), [x], tmp_path)
+    assert len(texts) == 2, len(texts)  # forward, backward
+    shared = 0
+    for index, text in enumerate(texts):
+        with make_context():
+            module = ir.Module.parse(text)
+            run_passes(module, STAGES["gpu-fusion"], stage="mlirc-stage-gpu-fusion")
+            for generics in _reductions_by_kernel(module).values():
+                # tensors each reads, not its init: an argument, or a member's result
+                inputs = [
+                    {v for v in list(g.operands)[:-1] if isinstance(v.type, ir.RankedTensorType)} for g in generics
+                ]
+                shared += len(generics) >= 2 and bool(set.intersection(*inputs))
+            run_passes(module, STAGES["gpu"], stage="mlirc-stage-gpu")
+            kernels = triton_kernels(module)
+        for kernel in kernels:
+            assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
+        if index == 0:  # the forward: the statistics' rsqrt where the variance is summed
+            rsqrt = [k for k in kernels if '"math.rsqrt"' in k.ttir]
+            assert len(rsqrt) == 1 and '"tt.reduce"' in rsqrt[0].ttir, [k.name for k in rsqrt]
+    assert shared >= 1

@@ -77,3 +77,50 @@ func.func @main(%x: tensor<7x33xf32>) -> (tensor<7x33xf32>, tensor<33x7xf32>) at
   %4 = call @kernel_4(%1) : (tensor<7x33xf32>) -> tensor<33x7xf32>
   return %3, %4 : tensor<7x33xf32>, tensor<33x7xf32>
 }
+
+// A batch norm's statistics, in small: the per-channel work after a sum joins its
+// group though the sum's result is reshaped for the return between them; the reshape
+// moves after the group's call.  A member reading a member's result through a reshape
+// would not read it where it was written: that one stays out.
+// CHECK-LABEL: func.func @rows_1(%{{.*}}: tensor<5x9xf32>) -> (tensor<5xf32>, tensor<5xf32>)
+// CHECK-LABEL: func.func @statistics
+// CHECK-NEXT: %[[G:.*]]:2 = call @rows_1(%arg0)
+// CHECK-NEXT: %[[R:.*]] = tensor.expand_shape %[[G]]#0
+// CHECK-NEXT: call @row_of_reshaped(%[[R]])
+// CHECK-NEXT: return %[[R]], %[[G]]#1
+func.func @channel_sum(%x: tensor<5x9xf32>) -> tensor<5xf32> attributes {mlirc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<5xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<5xf32>) -> tensor<5xf32>
+  %r = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<5x9xf32>) outs(%f : tensor<5xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s = arith.addf %a, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<5xf32>
+  return %r : tensor<5xf32>
+}
+func.func @inverse(%s: tensor<5xf32>) -> tensor<5xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<5xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%s : tensor<5xf32>) outs(%e : tensor<5xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %i = math.rsqrt %a : f32
+    linalg.yield %i : f32
+  } -> tensor<5xf32>
+  return %r : tensor<5xf32>
+}
+func.func @row_of_reshaped(%s: tensor<5x1xf32>) -> tensor<5xf32> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<5xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, 0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%s : tensor<5x1xf32>) outs(%e : tensor<5xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  } -> tensor<5xf32>
+  return %r : tensor<5xf32>
+}
+func.func @statistics(%x: tensor<5x9xf32>) -> (tensor<5x1xf32>, tensor<5xf32>) attributes {mlirc.entry} {
+  %0 = call @channel_sum(%x) : (tensor<5x9xf32>) -> tensor<5xf32>
+  %r = tensor.expand_shape %0 [[0, 1]] output_shape [5, 1] : tensor<5xf32> into tensor<5x1xf32>
+  %1 = call @inverse(%0) : (tensor<5xf32>) -> tensor<5xf32>
+  %2 = call @row_of_reshaped(%r) : (tensor<5x1xf32>) -> tensor<5xf32>
+  return %r, %1 : tensor<5x1xf32>, tensor<5xf32>
+}
