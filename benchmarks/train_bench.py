@@ -13,6 +13,7 @@ as Inductor's documentation does it.  Per model and backend the table gives
 * on CUDA, the step's peak memory above what was allocated before it
   (`torch.cuda.max_memory_allocated`): activations saved for the backward, gradients
   and temporaries; weights and optimizer state are resident in every backend alike;
+  and the kernels one step launches (library kernels included, one profiled step);
 * mlirc's fallback nodes and failed regions over forward, backward and optimizer;
 * the yardstick for the loss diffs: eager's own curve from weights moved by a relative
   1e-7 (a CNN with batch norm at batch 8 carries that to 1e-1 in 50 steps: there no
@@ -184,6 +185,20 @@ def _peak_mb(trainer: Trainer, batch: tuple, device: str) -> float | None:
     return (torch.cuda.max_memory_allocated() - before) / 2**20
 
 
+def _kernels_per_step(trainer: Trainer, batch: tuple, device: str) -> int | None:
+    """CUDA kernels one step launches (library kernels included): where a host-bound
+    step's time goes, launch by launch."""
+    if device != "cuda":
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        trainer.step(*batch)
+        torch.cuda.synchronize()
+    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+
+
 def _step_ms(trainers: dict[str, Trainer], batch: tuple, device: str) -> dict[str, float]:
     """Median ms per step; each sample a few steps long, backends taking turns."""
     samples: dict[str, list[float]] = {name: [] for name in trainers}
@@ -219,6 +234,7 @@ def measure(name: str, device: str, steps: int, backends: list[str]) -> dict:
             row[backend] = {"error": f"{type(err).__name__}: {str(err)[:160]}"}
             continue
         entry = {"curve_s": time.perf_counter() - start, "peak_mb": _peak_mb(trainer, batches[0], device)}
+        entry["kernels"] = _kernels_per_step(trainer, batches[0], device)
         if backend == "mlirc":
             stats = mlirc.stats()
             entry.update(fallback_nodes=stats.fallback_nodes, failed_regions=stats.failed_regions)
@@ -261,7 +277,8 @@ def table(rows: list[dict], backends: list[str]) -> str:
     lines = [
         "| model | " + " | ".join(f"{b} ms/step" for b in backends) + " | mlirc / inductor | "
         + " | ".join(f"{b} loss diff" for b in backends[1:]) + " | eager perturbed 1e-7 loss diff | "
-        + " | ".join(f"{b} peak MB" for b in backends) + " | mlirc fallback |",
+        + " | ".join(f"{b} peak MB" for b in backends) + " | "
+        + " | ".join(f"{b} kernels/step" for b in backends) + " | mlirc fallback |",
     ]  # fmt: skip
     lines.append("|" + "---|" * (lines[0].count("|") - 1))
     for r in rows:
@@ -274,7 +291,8 @@ def table(rows: list[dict], backends: list[str]) -> str:
         cells = [_cell(r.get(b, {}), "ms", ".2f") for b in backends] + [ratio]
         cells += [_cell(r.get(b, {}), "loss_rel_diff", ".1e") for b in backends[1:]]
         cells += [_cell(r, "eager_noise", ".1e")]
-        cells += [_cell(r.get(b, {}), "peak_mb", ".1f") for b in backends] + [fallback]
+        cells += [_cell(r.get(b, {}), "peak_mb", ".1f") for b in backends]
+        cells += [_cell(r.get(b, {}), "kernels", "d") for b in backends] + [fallback]
         lines.append(f"| {r['case']} | " + " | ".join(cells) + " |")
     timed = [r for r in rows if all("ms" in r.get(b, {}) for b in backends)]
     for b in backends[1:]:
