@@ -10,7 +10,8 @@ at build time, not at run time:
   and compute them again per call.
 * A buffer whose last user has run is handed to the next allocation of the same
   dtype and size (`buf7 = buf3`) rather than freed and allocated again; a buffer
-  no later allocation wants is deleted at its last use, as eager frees it.
+  no later allocation wants is deleted at its last use, as eager frees it, and so is
+  one that would be held across a fresh allocation many times its size (the peak's).
   Storage is pooled only when no view of it is still alive.
 * An elementwise kernel whose operand dies at the call writes its result over that
   operand (Inductor does the same): one buffer streamed instead of two.
@@ -93,6 +94,9 @@ ALLOCATES_OWN_RESULT = frozenset(
     {"conv2d", "conv2d_exact", "conv2d_nhwc", "conv2d_nhwc_exact", "conv2d_nhwc_packed", "mm_onednn", "mm_packed",
      "addmm_onednn", "addmm_packed"}
 )  # fmt: skip
+# A released buffer is not held for reuse across a fresh allocation this many times its
+# size (_Free.worth_holding): freed at its last use, it is allocated again later.
+HOLD_LIMIT = 16
 EXACT_ATTR = "exact"  # on a conv2d: sums that must not round to TF32 (see "conv2d_exact")
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).
@@ -286,14 +290,32 @@ def prepare_function(entry: func.FuncOp) -> func.FuncOp | None:
 
 
 class _Free:
-    """A `del` line decided later: dropped if the buffer is reused after all."""
+    """A `del` line decided later: dropped if the buffer is reused after all.  Until
+    then the buffer is held: `held_across` is the largest fresh allocation made since
+    its release (bytes), `nbytes` its own size (None: a size known only per call)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, nbytes: int | None) -> None:
         self.name = name
         self.reused = False
+        self.nbytes = nbytes
+        self.held_across = 0
+
+    def worth_holding(self) -> bool:
+        """Holding a released buffer for a later allocation of its size costs its size
+        at every allocation made meanwhile: not worth it across one HOLD_LIMIT times as
+        large (the allocation that sets the peak -- BERT's backward kept two [64, 256]
+        gradients across its first [4096, 1024] GEMM output), where freeing it now and
+        allocating again later costs one allocation."""
+        return self.nbytes is None or self.held_across < HOLD_LIMIT * self.nbytes
 
     def __str__(self) -> str:
         return "" if self.reused else f"    del {self.name}"
+
+
+def _static_nbytes(meta: torch.Tensor) -> int | None:
+    """A buffer's bytes, where its size is a number (not an expression of the call's)."""
+    numel = meta.numel()  # an expression of the call's sizes in a wrapper for every size
+    return numel * meta.element_size() if isinstance(numel, int) else None
 
 
 class _Alloc:
@@ -498,7 +520,7 @@ class WrapperBuilder:
     def _release(self, root: str, dead: list[str]) -> None:
         meta = self.meta.get(root)
         if root in self.poolable and meta is not None and root not in self.moved:
-            free = _Free(root)
+            free = _Free(root, _static_nbytes(meta))
             self.lines.append(free)
             self.pool[(meta.dtype, self.size_key(meta.numel()))].append((root, free))
         else:
@@ -510,20 +532,29 @@ class WrapperBuilder:
         self._own(n, self.new_meta(shape, dtype))
         self.poolable.add(n)
         candidates = self.pool.get((dtype, self.size_key(math.prod(shape))))
-        if candidates:
+        if candidates and any(free.worth_holding() for _, free in candidates):
             self._reuse(n, candidates)
         else:
             alloc = _Alloc(n, self.meta[n], self.text)
             self.allocs.append(alloc)
             self.alloc_of[n] = alloc
             self.lines.append(alloc)
+            self._note_fresh(_static_nbytes(self.meta[n]))
         return n
 
+    def _note_fresh(self, nbytes: int | None) -> None:
+        """A fresh allocation of `nbytes` while the pool holds released buffers."""
+        for entries in self.pool.values():
+            for _, free in entries:
+                free.held_across = max(free.held_across, nbytes or 0)
+
     def _reuse(self, n: str, candidates: list[tuple[str, _Free]]) -> None:
-        """`n` takes over a released buffer's storage, preferably one of its shape."""
+        """`n` takes over a released buffer's storage, preferably one of its shape,
+        among those worth holding until now."""
         meta = self.meta[n]
-        same = [c for c in candidates if self.same_sizes(self.meta[c[0]].shape, meta.shape)]
-        old, free = (same or candidates)[-1]
+        usable = [c for c in candidates if c[1].worth_holding()]
+        same = [c for c in usable if self.same_sizes(self.meta[c[0]].shape, meta.shape)]
+        old, free = (same or usable)[-1]
         candidates.remove((old, free))
         free.reused = True
         self._takes_storage(n, old)
@@ -701,6 +732,7 @@ class WrapperBuilder:
             dtype = _dtype(result.type, logical.get(result))
             self._own(out, self.new_meta(shape, dtype))
             self.poolable.add(out)
+            self._note_fresh(_static_nbytes(self.meta[out]))
         else:
             out = self.allocate(op.results[0], logical)
         self.lines.append("    " + LIBRARY_CALLS[library].format(*operands, out=out, **fields))

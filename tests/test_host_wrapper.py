@@ -5,6 +5,7 @@ buffers still give eager's answers."""
 import re
 import threading
 
+import pytest
 import torch
 import torch.nn.functional as F
 from conftest import compile_and_compare, wrapper_source
@@ -223,3 +224,22 @@ def test_profile_names_every_call(monkeypatch):
     names = {e.key for e in prof.key_averages()}
     assert any(n.startswith("mlirc kernel_") and n.endswith("[3x5]") for n in names), names
     assert any(n.startswith("mlirc mm") for n in names), names
+
+
+def _held_then_reallocated(x: torch.Tensor, other: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    a = torch.sin(x)  # written out: two reductions read it
+    s = a.sum() + a.amax()
+    b = torch.cos(other)  # a fresh allocation while a's buffer is released
+    return b, torch.tanh(x) * s  # the size of a's buffer again
+
+
+@pytest.mark.parametrize("other_shape, reused", [((8, 16), True), ((512, 512), False)])
+def test_released_buffers_are_not_held_across_much_larger_allocations(other_shape, reused, tmp_path):
+    """A buffer released for a later allocation of its size is held until then: worth
+    it across allocations of like size, not across one 4096 times as large (a GPU
+    step's peak would carry it; BERT's backward kept two small gradients across its
+    largest GEMM output).  Then it is freed at its last use and allocated again."""
+    args = [torch.randn(8, 8), torch.randn(*other_shape)]
+    source = wrapper_source(_held_then_reallocated, args, tmp_path)
+    assert bool(re.search(r"(buf\d+) = (buf\d+); del \2", source)) == reused, source
+    compile_and_compare(_held_then_reallocated, *args)

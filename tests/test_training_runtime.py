@@ -305,13 +305,25 @@ def test_cuda_training_steps_match_eager(case, monkeypatch):
 def _ddp_worker(rank: int, port: int, results: object) -> None:
     """One rank of a 2-process gloo group: an eager DDP model and a compiled one
     (Dynamo's DDPOptimizer splits its graph at the buckets: 1 MB, three of them here),
-    trained side by side on this rank's batches; their losses go to `results`."""
+    trained side by side on this rank's batches; their losses go to `results`, or the
+    error that stopped the rank (the test would otherwise wait for it in vain)."""
+    try:
+        _ddp_train(rank, port, results)
+    except BaseException as err:  # noqa: BLE001 - reported to the test, whatever it is
+        import traceback
+
+        results.put((rank, f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
+        raise
+
+
+def _ddp_train(rank: int, port: int, results: object) -> None:
+    import datetime
     import os
 
     import torch.distributed as dist
 
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    dist.init_process_group("gloo", rank=rank, world_size=2, timeout=datetime.timedelta(seconds=300))
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(32, 512), nn.GELU(), nn.Linear(512, 512), nn.Tanh(), nn.Linear(512, 10))
@@ -351,6 +363,8 @@ def test_ddp_gloo_two_processes_match_eager():
     got = [results.get(timeout=600) for _ in ranks]
     for p in ranks:
         p.join(timeout=60)
+    failed = [entry[1] for entry in got if isinstance(entry[1], str)]
+    assert not failed, "\n".join(failed)
     assert sorted(r for r, *_ in got) == [0, 1]
     for _, (want, have), fallback, regions in got:
         torch.testing.assert_close(have, want, rtol=1e-5, atol=1e-6)
