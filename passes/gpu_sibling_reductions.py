@@ -55,8 +55,8 @@ def _movable(value: ir.Value, before: set[ir.Operation], chain: list[ir.Operatio
     return True
 
 
-def _gather_siblings(entry: func.FuncOp, grouper: Grouper) -> int:
-    """Move each entry's sibling reductions next to the first of them; how many moved."""
+def _gather_siblings(entry: func.FuncOp, grouper: Grouper) -> None:
+    """Move the entry's sibling reductions next to the first of each set."""
     block = entry.entry_block
     shapes: dict[ir.Operation, RowShape] = {}
     for op in block.operations:
@@ -64,7 +64,7 @@ def _gather_siblings(entry: func.FuncOp, grouper: Grouper) -> int:
         shape = grouper.call_shape(op) if grouper.kernel_of(op) is not None else None
         if shape is not None and shape.rows is not None and shape.row_elements() <= MAX_HELD_ROW:
             shapes[op] = shape
-    calls, moved = list(shapes), 0
+    calls = list(shapes)
     placed: set[ir.Operation] = set()
     for i, anchor in enumerate(calls):
         if anchor in placed:
@@ -83,8 +83,6 @@ def _gather_siblings(entry: func.FuncOp, grouper: Grouper) -> int:
             later.move_after(last)
             last = later
             placed.add(later)
-            moved += 1
-    return moved
 
 
 @register_pass(NAME, "GPU: reductions over the same rows, independent of what lies between, called together")

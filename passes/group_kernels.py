@@ -12,21 +12,21 @@ running one member's program; the host wrapper launches it once.  The CPU pipeli
 does not group: there a group would be host code calling kernels, which
 bufferization turns into temporaries and copies for its members' results.
 
-A batch norm's backward is the same shape on a smaller scale: its two per-channel
-sums, each split in two (mlirc-split-column-sums), end in two small column sums that
-read nothing of each other.  So reductions join too, one per kernel (a program of a group runs one
-member's tile, whatever its plan).
+Reductions join too, one per kernel: sums that read nothing of each other but run
+over different rows (or rows too long to hold), which row fusion and
+mlirc-gpu-sibling-reductions cannot make one kernel of.  A group's program runs one
+member's tile, whatever its plan.
 
 What joins a group: a call of a generated kernel (not a library call, not a scatter
 updating its first operand in place, not a copy mlirc-bind-sizes made) of static
 sizes whose linalg ops are generics, all-parallel but for at most one reduction (not
 a row group's, nor a GEMM's: their launches are tuned, their warps many), and which
-reads no result of the group it would join.  Ops between the members stay where they are; the group is
-called where its last member was, so a run ends before the first op that reads one
-of its results -- but for a reshape (a view: it moves after the group call, and what
-reads it cannot join) -- as it does when the group's arguments would exceed
-`max-arguments` (Triton's launch takes every buffer as a parameter; Inductor's combo
-kernels stop at 250 too).
+reads no result of the group it would join.  Ops between the members stay where they
+are; the group is called where its last member was, so a run ends before the first
+op that reads one of its results -- but for a reshape (a view: it moves after the
+group call, and what reads it cannot join) -- as it does when the group's arguments
+would exceed `max-arguments` (Triton's launch takes every buffer as a parameter;
+Inductor's combo kernels stop at 250 too).
 """
 
 from __future__ import annotations
