@@ -11,8 +11,8 @@ result's layout (the previous activation) are then read contiguously too.  Bodie
 change only where they read a loop's index (linalg.index).  The CPU vectorizes along
 whichever loop its schedule picks, so this is the GPU's alone.
 
-A short reduction before a parallel loop whose result is in order already (a split
-column sum's last stage, [N, C] summed into C) goes last too: then it is a row
+A short reduction before a parallel loop whose result is in order already, over few
+columns (a split column sum's last stage, [N, C] summed into C) goes last too: then it is a row
 reduction (passes/row_groups.py), which row fusion puts in one kernel with the
 per-channel work after it (a batch norm's mean, its rsqrt) and with sibling sums of
 the same shape.  Its tile reads each column's elements across the rows either way
@@ -35,6 +35,9 @@ from mlirc.passes.registry import register_pass
 # elements: rows of at most this many hold at least 16 columns per program
 # (TILE_ELEMENTS // SHORT_REDUCTION), so a short column's loads stay contiguous
 SHORT_REDUCTION = 256
+# ... over at most this many columns (a few MB in all): a kernel whose launch costs more
+# than its loads, where joining its neighbours pays and the tile plan hardly matters
+FEW_COLUMNS = 4096
 
 
 def result_order(generic: ir.Operation) -> list[int] | None:
@@ -56,11 +59,13 @@ def result_order(generic: ir.Operation) -> list[int] | None:
 
 
 def _short(generic: ir.Operation, reduction: list[int]) -> bool:
-    """Is the reduction at most SHORT_REDUCTION elements, static?"""
+    """Is the reduction static, at most SHORT_REDUCTION elements over at most
+    FEW_COLUMNS columns?"""
     ranges = loop_ranges(generic)
-    return (
-        bool(reduction) and all(r >= 0 for r in ranges) and math.prod(ranges[d] for d in reduction) <= SHORT_REDUCTION
-    )
+    if not reduction or any(r < 0 for r in ranges):
+        return False
+    size_r = math.prod(ranges[d] for d in reduction)
+    return size_r <= SHORT_REDUCTION and math.prod(ranges) <= SHORT_REDUCTION * FEW_COLUMNS
 
 
 def reorder_loops(generic: ir.Operation, order: list[int]) -> None:

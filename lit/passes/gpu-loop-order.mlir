@@ -72,8 +72,9 @@ func.func @kernel_2(%x: tensor<4x6xf32>) -> tensor<6x4xf32> attributes {mlirc.ke
 
 // -----
 
-// A short column sum ([N, C] summed into C: a split sum's last stage) gets its
-// reduction loop last, a row reduction of C rows; a long one keeps its loops.
+// A short column sum over few columns ([N, C] summed into C: a split sum's last
+// stage) gets its reduction loop last, a row reduction of C rows; a long one, and a
+// short one over many columns, keep their loops.
 // CHECK-DAG: #[[ACROSS:.*]] = affine_map<(d0, d1) -> (d1, d0)>
 // CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
 // CHECK-DAG: #[[SAME:.*]] = affine_map<(d0, d1) -> (d0, d1)>
@@ -81,6 +82,8 @@ func.func @kernel_2(%x: tensor<4x6xf32>) -> tensor<6x4xf32> attributes {mlirc.ke
 // CHECK-LABEL: func.func @short_column
 // CHECK: linalg.generic {indexing_maps = [#[[ACROSS]], #[[ROW]]], iterator_types = ["parallel", "reduction"]}
 // CHECK-LABEL: func.func @long_column
+// CHECK: linalg.generic {indexing_maps = [#[[SAME]], #[[COLUMN]]], iterator_types = ["reduction", "parallel"]}
+// CHECK-LABEL: func.func @wide_column
 // CHECK: linalg.generic {indexing_maps = [#[[SAME]], #[[COLUMN]]], iterator_types = ["reduction", "parallel"]}
 #same = affine_map<(d0, d1) -> (d0, d1)>
 #column = affine_map<(d0, d1) -> (d1)>
@@ -101,4 +104,13 @@ func.func @long_column(%x: tensor<257x16xf32>, %init: tensor<16xf32>) -> tensor<
     linalg.yield %s : f32
   } -> tensor<16xf32>
   return %0 : tensor<16xf32>
+}
+func.func @wide_column(%x: tensor<256x4097xf32>, %init: tensor<4097xf32>) -> tensor<4097xf32> attributes {mlirc.kernel} {
+  %0 = linalg.generic {indexing_maps = [#same, #column], iterator_types = ["reduction", "parallel"]}
+      ins(%x : tensor<256x4097xf32>) outs(%init : tensor<4097xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<4097xf32>
+  return %0 : tensor<4097xf32>
 }
