@@ -532,7 +532,7 @@ class WrapperBuilder:
         self._own(n, self.new_meta(shape, dtype))
         self.poolable.add(n)
         candidates = self.pool.get((dtype, self.size_key(math.prod(shape))))
-        if candidates and any(free.worth_holding() for _, free in candidates):
+        if candidates:
             self._reuse(n, candidates)
         else:
             alloc = _Alloc(n, self.meta[n], self.text)
@@ -543,18 +543,18 @@ class WrapperBuilder:
         return n
 
     def _note_fresh(self, nbytes: int | None) -> None:
-        """A fresh allocation of `nbytes` while the pool holds released buffers."""
+        """A fresh allocation of `nbytes` while the pool holds released buffers: those
+        no longer worth holding leave the pool (their `del` stays where they died)."""
         for entries in self.pool.values():
             for _, free in entries:
                 free.held_across = max(free.held_across, nbytes or 0)
+            entries[:] = [entry for entry in entries if entry[1].worth_holding()]
 
     def _reuse(self, n: str, candidates: list[tuple[str, _Free]]) -> None:
-        """`n` takes over a released buffer's storage, preferably one of its shape,
-        among those worth holding until now."""
+        """`n` takes over a released buffer's storage, preferably one of its shape."""
         meta = self.meta[n]
-        usable = [c for c in candidates if c[1].worth_holding()]
-        same = [c for c in usable if self.same_sizes(self.meta[c[0]].shape, meta.shape)]
-        old, free = (same or usable)[-1]
+        same = [c for c in candidates if self.same_sizes(self.meta[c[0]].shape, meta.shape)]
+        old, free = (same or candidates)[-1]
         candidates.remove((old, free))
         free.reused = True
         self._takes_storage(n, old)
