@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import glob
+import time
 
 import pytest
 import torch
@@ -302,11 +303,20 @@ def test_cuda_training_steps_match_eager(case, monkeypatch):
     assert stats.failed_regions == 0 and stats.fallback_nodes == 0, stats.summary()
 
 
+# A DDP rank takes ~10 s alone on 2 cores; this bounds a hung one (and the test).
+RANK_LIMIT_S = 240
+
+
 def _ddp_worker(rank: int, port: int, results: object) -> None:
     """One rank of a 2-process gloo group: an eager DDP model and a compiled one
     (Dynamo's DDPOptimizer splits its graph at the buckets: 1 MB, three of them here),
     trained side by side on this rank's batches; their losses go to `results`, or the
-    error that stopped the rank (the test would otherwise wait for it in vain)."""
+    error that stopped the rank (the test would otherwise wait for it in vain).  A rank
+    still running after RANK_LIMIT_S prints every thread's stack and exits: a hang
+    shows where it is instead of holding the test run."""
+    import faulthandler
+
+    faulthandler.dump_traceback_later(RANK_LIMIT_S, exit=True)
     try:
         _ddp_train(rank, port, results)
     except BaseException as err:  # noqa: BLE001 - reported to the test, whatever it is
@@ -314,6 +324,23 @@ def _ddp_worker(rank: int, port: int, results: object) -> None:
 
         results.put((rank, f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
         raise
+
+
+def _rank_result(results: object, ranks: list) -> tuple:
+    """The next rank's report; a rank that died without one (a crash) fails the test
+    at once rather than after the time limit."""
+    import queue
+
+    deadline = time.monotonic() + RANK_LIMIT_S + 30
+    while time.monotonic() < deadline:
+        try:
+            return results.get(timeout=5)
+        except queue.Empty:
+            dead = [p for p in ranks if p.exitcode not in (None, 0)]
+            if dead and results.empty():
+                codes = [(p.name, p.exitcode) for p in dead]
+                raise AssertionError(f"a DDP rank exited without reporting: {codes}") from None
+    raise AssertionError(f"no DDP rank report within {RANK_LIMIT_S + 30} s")
 
 
 def _ddp_train(rank: int, port: int, results: object) -> None:
@@ -358,11 +385,15 @@ def test_ddp_gloo_two_processes_match_eager():
     context = mp.get_context("spawn")
     results = context.Queue()
     ranks = [context.Process(target=_ddp_worker, args=(r, port, results)) for r in range(2)]
-    for p in ranks:
-        p.start()
-    got = [results.get(timeout=600) for _ in ranks]
-    for p in ranks:
-        p.join(timeout=60)
+    try:
+        for p in ranks:
+            p.start()
+        got = [_rank_result(results, ranks) for _ in ranks]
+    finally:  # a rank left running would keep this process from exiting (multiprocessing joins it)
+        for p in ranks:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
     failed = [entry[1] for entry in got if isinstance(entry[1], str)]
     assert not failed, "\n".join(failed)
     assert sorted(r for r, *_ in got) == [0, 1]
