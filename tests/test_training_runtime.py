@@ -5,6 +5,7 @@ packed, and one-hot scatters (a loss's backward) compiled at any size."""
 from __future__ import annotations
 
 import copy
+import gc
 import glob
 import time
 
@@ -314,6 +315,7 @@ def _ddp_worker(rank: int, port: int, results: object) -> None:
     error that stopped the rank (the test would otherwise wait for it in vain).  A rank
     still running after RANK_LIMIT_S prints every thread's stack and exits: a hang
     shows where it is instead of holding the test run."""
+    import contextlib
     import faulthandler
 
     faulthandler.dump_traceback_later(RANK_LIMIT_S, exit=True)
@@ -322,7 +324,8 @@ def _ddp_worker(rank: int, port: int, results: object) -> None:
     except BaseException as err:  # noqa: BLE001 - reported to the test, whatever it is
         import traceback
 
-        results.put((rank, f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
+        with contextlib.suppress(ValueError):  # closed: the report went before the teardown failed
+            results.put((rank, f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
         raise
 
 
@@ -369,6 +372,16 @@ def _ddp_train(rank: int, port: int, results: object) -> None:
             opt.step()
             curve.append(loss.item())
     results.put((rank, losses, mlirc.stats().fallback_nodes, mlirc.stats().compiled_regions))
+    results.close()
+    results.join_thread()  # the report is out before the teardown, whatever that does
+    # PyTorch's teardown can deadlock (a rank hung in 1 of ~100 runs, and once in CI):
+    # a DDP reducer holding the last reference to the gloo group destroys it with the
+    # GIL held, joining a gloo thread that waits for the GIL to drop a finished work's
+    # Python thread-local state.  So the reducers go first, while the group is alive,
+    # and the group is destroyed by destroy_process_group, whose binding releases the GIL.
+    del eager, compiled, m, optimizers, opt
+    torch._dynamo.reset()
+    gc.collect()
     dist.destroy_process_group()
 
 
