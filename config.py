@@ -27,7 +27,7 @@ MLIRC_FREEZE=0       in inference (autograd off), do not cache the work done on 
                      buffers alone (default on: it reruns when one changes, see
                      passes/hoist_frozen.py; edits through `.data` bypass version counters)
 MLIRC_PROFILE=1      every kernel and library call runs inside a torch.profiler range named
-                     after it (benchmarks/cpu_profile.py; costs ~1 us a call)
+                     after it (benchmarks/cpu_profile.py; costs ~0.3 us a call)
 MLIRC_DYNAMIC_SIZES=n  a graph with symbolic sizes (dynamic=True, a second batch size) is
                      compiled at each new size it is called with, up to n sizes (default 16);
                      further sizes run eagerly, with a warning -- except where one
