@@ -7,7 +7,11 @@ at build time, not at run time:
 * Layouts are known statically (arguments are made contiguous on entry), so views
   (reshapes, slices, permutes) are built by `reinterpret_tensor` with sizes and
   strides worked out once on meta tensors, not by torch's view ops, which check
-  and compute them again per call.
+  and compute them again per call.  A view is written only where something reads
+  it as a tensor: a view of a view is one view of the storage's root, and a kernel
+  handed a view that starts where its root does gets the root (a pointer is all it
+  reads).  Each tensor a call makes costs ~1 us of host time, and a ResNet-50 made
+  ~280 of them for views (weight reshapes, permutes around every convolution).
 * A buffer whose last user has run is handed to the next allocation of the same
   dtype and size (`buf7 = buf3`) rather than freed and allocated again; a buffer
   no later allocation wants is deleted at its last use, as eager frees it, and so is
@@ -71,14 +75,16 @@ LIBRARY_CALLS = {
     "conv2d_exact": "{out} = exact_conv2d({0}, {1}, {stride}, {padding}, {dilation}, {groups}).contiguous()",
     # Input and result are NHWC tensors, the weight OHWI (mlirc-channels-last):
     # oneDNN and cuDNN compute channels-last when the input is, and the result's NHWC
-    # view is then dense.
+    # view is then dense.  `{nchw0}`, `{nchw1}`: the operands viewed as NCHW
+    # (WrapperBuilder.nchw_view); aten::convolution, not conv2d, which only adds a
+    # dispatch on the way to it.
     "conv2d_nhwc": (
-        "{out} = torch.conv2d({0}.permute(0, 3, 1, 2), {1}.permute(0, 3, 1, 2), None,"
-        " {stride}, {padding}, {dilation}, {groups}).permute(0, 2, 3, 1).contiguous()"
+        "{out} = torch.convolution({nchw0}, {nchw1}, None, {stride}, {padding}, {dilation}, False, (0, 0),"
+        " {groups}).permute(0, 2, 3, 1).contiguous()"
     ),
     "conv2d_nhwc_exact": (
-        "{out} = exact_conv2d({0}.permute(0, 3, 1, 2), {1}.permute(0, 3, 1, 2),"
-        " {stride}, {padding}, {dilation}, {groups}).permute(0, 2, 3, 1).contiguous()"
+        "{out} = exact_conv2d({nchw0}, {nchw1}, {stride}, {padding}, {dilation}, {groups})"
+        ".permute(0, 2, 3, 1).contiguous()"
     ),
     # The same on oneDNN with the weight reordered once per call site (backends/cpu/packed_weights.py).
     # `root`: the argument whose storage holds the weight (its version counter is the weight's).
@@ -98,6 +104,9 @@ ALLOCATES_OWN_RESULT = frozenset(
 # size (_Free.worth_holding): freed at its last use, it is allocated again later.
 HOLD_LIMIT = 16
 EXACT_ATTR = "exact"  # on a conv2d: sums that must not round to TF32 (see "conv2d_exact")
+# Library calls that read their NHWC operands 0 and 1 as NCHW views (`{nchw0}`, `{nchw1}`)
+NCHW_OPERANDS = frozenset({"conv2d_nhwc", "conv2d_nhwc_exact"})
+TO_NCHW = (0, 3, 1, 2)
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).
 _STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
@@ -393,6 +402,8 @@ class WrapperBuilder:
         self.lines: list[str | _Free] = []
         self.meta: dict[str, torch.Tensor] = {}  # name -> its layout, as a meta tensor
         self.root: dict[str, str] = {}  # name -> the name that owns its storage
+        # views not written yet: name -> its layout on its root's storage (see name())
+        self.deferred: dict[str, torch.Tensor] = {}
         self.aliases: defaultdict[str, int] = defaultdict(int)  # root -> live names on it
         self.poolable: set[str] = set()  # roots this wrapper allocated
         self.moved: set[str] = set()  # roots whose storage a kernel result took over in place
@@ -402,7 +413,50 @@ class WrapperBuilder:
         self.updates: dict = {}  # a returned value -> the argument whose new value it is
 
     def name(self, value: ir.Value) -> str:
-        return self.names[value]
+        """The value's name in the generated code, as a tensor: a deferred view is
+        written here, at its first such use."""
+        return self.written(self.names[value])
+
+    def written(self, name: str) -> str:
+        view = self.deferred.pop(name, None)
+        if view is not None:  # its exact strides: the root's may differ on unit dims
+            self.lines.append(f"    {name} = {self.view_text(self.root[name], view, exact=True)}")
+        return name
+
+    def view_text(self, root: str, view: torch.Tensor, exact: bool = False) -> str:
+        """`view` (a layout on `root`'s storage) as an expression: the root itself
+        where the layout is the root's, unless `exact` (the root's strides on unit
+        dims may differ from its meta tensor's: a library call's result)."""
+        meta = self.meta[root]
+        offset = view.storage_offset() - meta.storage_offset()
+        if (
+            not exact
+            and self.same_sizes(view.shape, meta.shape)
+            and self.same_sizes(view.stride(), meta.stride())
+            and self.same_sizes([offset], [0])
+        ):
+            return root
+        return (
+            f"reinterpret_tensor({root}, {self.text(view.shape)}, {self.text(view.stride())}, {self.size_text(offset)})"
+        )
+
+    def pointer(self, value: ir.Value) -> str:
+        """The value as a kernel argument, which reads only its first element's
+        address: a deferred view that starts where its root does is its root."""
+        name = self.names[value]
+        view = self.deferred.get(name)
+        if view is not None and self.same_sizes([view.storage_offset()], [self.meta[self.root[name]].storage_offset()]):
+            return self.root[name]
+        return self.written(name)
+
+    def nchw_view(self, value: ir.Value) -> str:
+        """An NHWC operand as the NCHW tensor a convolution takes: one view of its
+        root (a permute of the operand would make two tensors where it is a view)."""
+        name = self.names[value]
+        meta = self.meta.get(name)
+        if meta is None or name not in self.root:
+            return f"{self.written(name)}.permute{TO_NCHW}"
+        return self.view_text(self.root[name], meta.permute(TO_NCHW))
 
     def fresh(self, value: ir.Value, prefix: str = "buf") -> str:
         n = f"{prefix}{len(self.names)}"
@@ -513,7 +567,7 @@ class WrapperBuilder:
             if last_use.get(v) != index or name not in self.root:
                 continue
             root = self.root[name]
-            if name != root:
+            if name != root and self.deferred.pop(name, None) is None:
                 dead.append(name)
             self.aliases[root] -= 1
             if self.aliases[root] == 0:
@@ -572,8 +626,9 @@ class WrapperBuilder:
     # -- views ----------------------------------------------------------------------------
 
     def emit_view(self, result: ir.Value, source: str, make_view, fallback: str) -> None:
-        """`result` as a view of `source`: reinterpret_tensor with the layout `make_view`
-        gives on the source's meta tensor, or `fallback` (torch's own op) where the
+        """`result` as a view of `source` (a name, deferred or not): reinterpret_tensor
+        of the storage's root with the layout `make_view` gives on the source's meta
+        tensor, deferred to its first use; or `fallback` (torch's own op) where the
         layout is unknown or torch would copy."""
         n = self.fresh(result, "view")
         meta = self.meta.get(source)
@@ -582,15 +637,11 @@ class WrapperBuilder:
         except (RuntimeError, ValueError):  # not expressible as a view: `fallback` copies
             view = None
         if view is None:
-            self.lines.append(f"    {n} = {source}{fallback}")
+            self.lines.append(f"    {n} = {self.written(source)}{fallback}")
             self._alias(n, source, None)
             return
-        offset = view.storage_offset() - meta.storage_offset()
-        self.lines.append(
-            f"    {n} = reinterpret_tensor({source}, {self.text(view.shape)}, {self.text(view.stride())}, "
-            f"{self.size_text(offset)})"
-        )
         self._alias(n, source, view)
+        self.deferred[n] = view  # written at its first use as a tensor (name())
 
     def emit_call(self, op: ir.Operation, logical: dict) -> None:
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
@@ -598,18 +649,18 @@ class WrapperBuilder:
         library = ir.StringAttr(attrs[LIBRARY_ATTR]).value if LIBRARY_ATTR in attrs else None
         if library == "permute":  # a view, see mlirc-transpose-views
             perm = list(ir.DenseI64ArrayAttr(attrs[PERM_ATTR]))
-            self.emit_view(op.results[0], self.name(op.operands[0]), lambda m: m.permute(perm), f".permute({perm})")
+            self.emit_view(op.results[0], self.names[op.operands[0]], lambda m: m.permute(perm), f".permute({perm})")
         elif library is not None:
             self.emit_library_call(op, library, attrs, logical)
             self._profiled(f"mlirc {library} {callee}", op)
         elif IN_PLACE_ATTR in attrs:
-            self.emit_kernel_call(op, callee, [*(self.name(v) for v in op.operands), self._destination(op, logical)])
+            self.emit_kernel_call(op, callee, [*(self.pointer(v) for v in op.operands), self._destination(op, logical)])
             self._profiled(f"mlirc {callee}", op)
         else:
             outs = [
                 self.in_place(op, callee, logical, k) or self.allocate(r, logical) for k, r in enumerate(op.results)
             ]
-            self.emit_kernel_call(op, callee, [*(self.name(v) for v in op.operands), *outs])
+            self.emit_kernel_call(op, callee, [*(self.pointer(v) for v in op.operands), *outs])
             self._profiled(f"mlirc {callee}", op)
 
     def _profiled(self, label: str, op: ir.Operation) -> None:
@@ -676,7 +727,11 @@ class WrapperBuilder:
         n = self.fresh(result)
         shape = self.shape_of(result)
         strides = contiguous_strides(shape)
-        self.lines.append(f"    {n} = reinterpret_tensor({name}, {self.text(shape)}, {self.text(strides)}, 0)")
+        meta = self.meta.get(name)
+        if meta is not None and self.same_sizes(meta.shape, shape) and self.same_sizes(meta.stride(), strides):
+            self.lines.append(f"    {n} = {name}")  # the same tensor: a second name, no view
+        else:
+            self.lines.append(f"    {n} = reinterpret_tensor({name}, {self.text(shape)}, {self.text(strides)}, 0)")
         self.moved.add(name)
         self._own(n, self.new_meta(shape, dtype))
         self._takes_storage(n, name)
@@ -726,8 +781,12 @@ class WrapperBuilder:
         fields = {a.name: _python_value(a.attr) for a in args}
         if fields.pop(EXACT_ATTR, 0) and library in ("conv2d", "conv2d_nhwc"):
             library += "_exact"
-        operands = [self.name(v) for v in op.operands]
+        operands = [self.names[v] for v in op.operands]
         library = self.library_variant(library, operands)
+        if library in NCHW_OPERANDS:
+            fields.update(nchw0=self.nchw_view(op.operands[0]), nchw1=self.nchw_view(op.operands[1]))
+        else:
+            operands = [self.name(v) for v in op.operands]
         fields.update(self.call_site(library, fields, operands))
         if library in ALLOCATES_OWN_RESULT:
             result = op.results[0]
@@ -759,7 +818,7 @@ class WrapperBuilder:
         text = ", ".join(f"{o}:{o + s * st}:{st}" for o, s, st in zip(offsets, sizes, strides, strict=True))
         # A rank-reducing slice drops unit dims: a view of the slice in its new shape.
         drop = f".reshape({shape})" if len(shape) != len(sizes) else ""
-        self.emit_view(op.results[0], self.name(op.operands[0]), lambda m: m[index].view(shape), f"[{text}]{drop}")
+        self.emit_view(op.results[0], self.names[op.operands[0]], lambda m: m[index].view(shape), f"[{text}]{drop}")
 
     def emit_return(self, operands: list[ir.Value]) -> None:
         results = operands[: len(operands) - len(self.checks)]
@@ -828,7 +887,7 @@ class WrapperBuilder:
             shape = self.shape_of(op.results[0])
             # A strided slice may not collapse into a view: reshape copies it then.
             self.emit_view(
-                op.results[0], self.name(op.operands[0]), self.reshaped(op, shape), f".reshape({self.text(shape)})"
+                op.results[0], self.names[op.operands[0]], self.reshaped(op, shape), f".reshape({self.text(shape)})"
             )
         elif op.name == "tensor.extract_slice":
             self.emit_slice(op)

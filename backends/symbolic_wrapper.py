@@ -175,7 +175,7 @@ class SymbolicWrapper(WrapperBuilder):
             shape = self.shape_of(op.results[0])
             self.emit_view(
                 op.results[0],
-                self.name(op.operands[0]),
+                self.names[op.operands[0]],
                 lambda m: m.as_strided(shape, m.stride(), m.storage_offset()),
                 "",
             )
@@ -222,7 +222,7 @@ class SymbolicWrapper(WrapperBuilder):
             offset = m.storage_offset() + sum(o * s for o, s in zip(offsets, stride, strict=True))
             return m.as_strided([sizes[d] for d in kept], [stride[d] * steps[d] for d in kept], offset)
 
-        self.emit_view(op.results[0], self.name(op.operands[0]), view, "")
+        self.emit_view(op.results[0], self.names[op.operands[0]], view, "")
 
     def reshaped(self, op: ir.Operation, shape: list) -> Callable[[torch.Tensor], torch.Tensor]:
         """The view a reshape makes, from its reassociation: torch's view would match

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import gc
 import glob
+import re
 import time
 
 import pytest
@@ -102,7 +103,8 @@ def test_optimizer_step_writes_parameters_in_place(dumped):
         torch.testing.assert_close(compiled.state[q]["momentum_buffer"], eager.state[p]["momentum_buffer"])
     assert [p.data_ptr() for p in twin.parameters()] == storage
     steady = _wrappers(dumped)[-1]
-    assert steady.count("reinterpret_tensor(arg") == 8, steady  # 4 parameters, 4 momentum buffers
+    # 4 parameters, 4 momentum buffers, each written over under a second name
+    assert len(re.findall(r"^ +buf\d+ = arg\d+$", steady, re.M)) == 8, steady
     assert steady.count("kernels[") == 4, steady
     assert "empty_strided" not in steady, steady
 
