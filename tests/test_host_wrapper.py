@@ -97,7 +97,7 @@ def test_views_are_written_once_from_their_root_where_read_as_tensors():
 
 def test_convolution_operands_that_are_views_give_eager_results():
     """A convolution's NHWC operands become NCHW views of their roots (one tensor
-    each): a sliced input, which starts inside its buffer, and a computed weight."""
+    each): computed inputs (a batch slice of one) and computed, sliced weights."""
     w = torch.randn(6, 5, 3, 3)
 
     def f(x):
