@@ -213,10 +213,15 @@ COLUMNS = {
 
 
 def table(
-    rows: list[dict], backends: list[str], device: str, traffic: dict[str, float], what: str = "GPU benchmarks"
+    rows: list[dict],
+    backends: list[str],
+    device: str,
+    traffic: dict[str, float],
+    what: str = "GPU benchmarks",
+    command: str = "",
 ) -> str:
     """`traffic`: bytes a case moves per call, for the % of copy bandwidth lines."""
-    command = "python benchmarks/gpu_bench.py " + " ".join(sys.argv[1:])
+    command = command or "python benchmarks/gpu_bench.py " + " ".join(sys.argv[1:])
     lines = [f"{what} on {device}, torch {torch.__version__} (ms, median; speedup over eager); `{command}`", ""]
     lines += [f"* {name}: {COLUMNS[name]}" for name in backends if name in COLUMNS] + [""]
     lines.append("| case | " + " | ".join(backends) + " | mlirc err | mlirc fallback | mlirc compile s |")

@@ -5,6 +5,8 @@ import torch
 import torch.nn as nn
 from conftest import compile_and_compare
 
+import mlirc
+
 
 class SmallCNN(nn.Module):
     def __init__(self):
@@ -110,3 +112,28 @@ def test_lifted_constant_tensor():
 def test_avg_pool2d(kwargs):
     x = torch.randn(2, 3, 11, 7).transpose(2, 3)  # odd sizes, non-contiguous
     compile_and_compare(lambda t: torch.nn.functional.avg_pool2d(t, **kwargs), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"kernel_size": 2},  # DenseNet's transitions
+        {"kernel_size": (5, 4), "stride": (3, 2), "padding": (2, 1), "ceil_mode": True},
+        {"kernel_size": 5, "stride": 1, "padding": 2, "count_include_pad": False},
+        {"kernel_size": 3, "stride": 2, "padding": 1, "divisor_override": 4},
+    ],
+)
+def test_small_average_pools_are_eagers_bits(kwargs, dtype):
+    """Windows of up to 25 taps are summed tap by tap in eager's order, in float32 for
+    bf16 as eager accumulates: eager's values bit for bit, on channels-last and
+    3-d inputs too."""
+    for x in (
+        torch.randn(2, 5, 13, 11, dtype=dtype).to(memory_format=torch.channels_last),
+        torch.randn(3, 9, 7, dtype=dtype),
+    ):
+        torch._dynamo.reset()
+        fn = lambda t: torch.nn.functional.avg_pool2d(t, **kwargs) * 3  # noqa: E731
+        assert torch.equal(torch.compile(fn, backend="mlirc")(x), fn(x))
+    stats = mlirc.stats()
+    assert stats.fallback_nodes == 0 and stats.compiled_regions == 2, stats.summary()

@@ -24,6 +24,8 @@ from mlirc.frontend.lowerings.api import (
 )
 
 aten = torch.ops.aten
+# an average pool window of at most this many taps is summed tap by tap (_AvgWindows.by_taps)
+MAX_TAPS = 25
 
 
 def _only_first_result_used(node: fx.Node) -> str | None:
@@ -253,46 +255,81 @@ class _AvgWindows:
             for i in range(2)
         ]
 
-    def sums(self, lctx: LoweringContext, planes: ir.Value, pad_value: float, dtype: torch.dtype) -> ir.Value:
-        """Each window's sum over `planes` ([count, 1, H, W]), the padding read as `pad_value`."""
-        count = shapes.shape_of(planes)[0]
-        (height, width), padding, overhang = self.input_hw, self.padding, self.overhang
-        padded = [count, 1, height + 2 * padding[0] + overhang[0], width + 2 * padding[1] + overhang[1]]
+    def padded(self, lctx: LoweringContext, x: ir.Value, pad_value: float, dtype: torch.dtype) -> ir.Value:
+        """`x` ([..., H, W]) as far as the windows reach: the padding read as `pad_value`,
+        ceil_mode's overhang as 0 (counted by neither sum nor divisor)."""
+        *lead, height, width = shapes.shape_of(x)
+        padding, overhang = self.padding, self.overhang
         inner = b.create(
-            "pad", [planes, lctx.typed(pad_value, dtype)],
-            shapes.torch_tensor_type([count, 1, height + 2 * padding[0], width + 2 * padding[1]], dtype),
-            low=[0, 0, *padding], high=[0, 0, *padding],
+            "pad", [x, lctx.typed(pad_value, dtype)],
+            shapes.torch_tensor_type([*lead, height + 2 * padding[0], width + 2 * padding[1]], dtype),
+            low=[0] * len(lead) + padding, high=[0] * len(lead) + padding,
         )  # fmt: skip
-        outer = b.create(
-            "pad", [inner, lctx.typed(0.0, dtype)], shapes.torch_tensor_type(padded, dtype),
-            low=[0, 0, 0, 0], high=[0, 0, *overhang],
+        full = [*lead, height + 2 * padding[0] + overhang[0], width + 2 * padding[1] + overhang[1]]
+        return b.create(
+            "pad", [inner, lctx.typed(0.0, dtype)], shapes.torch_tensor_type(full, dtype),
+            low=[0] * (len(lead) + 2), high=[0] * len(lead) + overhang,
         )  # fmt: skip
+
+    def by_taps(self, shape: list[int | None]) -> bool:
+        """Small windows over static sizes are summed tap by tap: one strided slice per
+        tap, which fuse with the division and their neighbours into one kernel.  A
+        convolution with a one-channel filter (the other way) is a library call of its
+        own, and on the GPU a slow one (cuDNN has no tensor-core engine for it)."""
+        return math.prod(self.kernel) <= MAX_TAPS and all(isinstance(n, int) for n in shape)
+
+    def tap_sums(self, lctx: LoweringContext, x: ir.Value, pad_value: float, dtype: torch.dtype) -> ir.Value:
+        """Each window's sum over `x` ([..., H, W]), tap by tap in eager's order (row by
+        row from the window's top left, from +0; taps on the padding add 0)."""
+        padded = self.padded(lctx, x, pad_value, dtype)
+        lead = shapes.shape_of(x)[:-2]
+        total = lctx.typed(0.0, dtype)
+        for kh in range(self.kernel[0]):
+            for kw in range(self.kernel[1]):
+                starts, steps = [0] * len(lead) + [kh, kw], [1] * len(lead) + self.stride
+                total = b.elementwise("add", total, b.slice_(padded, starts, steps, [*lead, *self.out_hw]))
+        return total
+
+    def sums(self, lctx: LoweringContext, planes: ir.Value, pad_value: float, dtype: torch.dtype) -> ir.Value:
+        """Each window's sum over `planes` ([count, 1, H, W]), the padding read as
+        `pad_value`: a convolution with ones, for windows too large to sum by taps."""
+        count = shapes.shape_of(planes)[0]
         ones = b.broadcast(lctx.typed(1.0, dtype), [1, 1, *self.kernel])
         result_type = shapes.torch_tensor_type([count, 1, *self.out_hw], dtype)
         # exact: float32 window sums, never TF32 (cuDNN's default for float32 convolutions)
         return b.create(
-            "conv2d", [outer, ones], result_type, stride=self.stride, padding=[0, 0], dilation=[1, 1], groups=1, exact=1
-        )
+            "conv2d", [self.padded(lctx, planes, pad_value, dtype), ones], result_type,
+            stride=self.stride, padding=[0, 0], dilation=[1, 1], groups=1, exact=1,
+        )  # fmt: skip
 
-    def divisor(self, lctx: LoweringContext, dtype: torch.dtype) -> ir.Value:
-        """What each window divides by ([1, 1, out_h, out_w], or a scalar): the elements
-        torch counts (padding or not, never ceil_mode's overhang), or divisor_override."""
+    def divisor(self, lctx: LoweringContext, dtype: torch.dtype, rank: int = 4, taps: bool = False) -> ir.Value:
+        """What each window divides by ([1, ..., out_h, out_w] of `rank` dims, or a
+        scalar): the elements torch counts (padding or not, never ceil_mode's
+        overhang), or divisor_override."""
         if self.override:
             return lctx.typed(float(self.override), dtype)
-        mask = b.broadcast(lctx.typed(1.0, dtype), [1, 1, *self.input_hw])
-        return self.sums(lctx, mask, 1.0 if self.include_pad else 0.0, dtype)
+        mask = b.broadcast(lctx.typed(1.0, dtype), [1] * (rank - 2) + self.input_hw)
+        pad_value = 1.0 if self.include_pad else 0.0
+        if taps:
+            return self.tap_sums(lctx, mask, pad_value, dtype)
+        return self.sums(lctx, mask, pad_value, dtype)
 
 
 @register(aten.avg_pool2d.default, check=_avg_pool_check)
 def _avg_pool2d(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    """Window sums as a convolution of each channel with ones, divided by the same
-    convolution of a mask (_AvgWindows.divisor)."""
-    dtype = out_dtype(node)
-    x = lctx.typed(node.args[0], dtype)
+    """Window sums divided by the count of each window (_AvgWindows.divisor): small
+    windows tap by tap in opmath (float32 for halves, as eager accumulates), large
+    ones as a convolution of each channel with ones."""
+    x = lctx.value(node.args[0])
     shape = list(shapes.shape_of(x))
     windows = _AvgWindows(node, 0, shape[-2:], list(out_shape(node)[-2:]))
+    if windows.by_taps(shape):
+        dtype = opmath_dtype(node)
+        sums = windows.tap_sums(lctx, lctx.typed(node.args[0], dtype), 0.0, dtype)
+        return narrow_to_out(b.elementwise("div", sums, windows.divisor(lctx, dtype, len(shape), taps=True)), node)
+    dtype = out_dtype(node)
     planes = math.prod(shape[:-2])
-    sums = windows.sums(lctx, b.reshape(x, [planes, 1, *shape[-2:]]), 0.0, dtype)
+    sums = windows.sums(lctx, b.reshape(lctx.typed(node.args[0], dtype), [planes, 1, *shape[-2:]]), 0.0, dtype)
     return b.reshape(b.elementwise("div", sums, windows.divisor(lctx, dtype)), lctx.shape(node))
 
 
