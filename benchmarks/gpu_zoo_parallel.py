@@ -27,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 
+import torch
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import zoo  # noqa: E402
@@ -68,6 +70,9 @@ def _run_row(row: str, gpu: str, out: Path, timeout_s: float) -> None:
             return
         device = next(iter(Path(scratch).glob("gpu-zoo-*.json")), None)
         result["device"] = device.stem.removeprefix("gpu-zoo-") if device else "unknown"
+        if device:  # the table's first line names torch's version
+            found = re.search(r"torch (\S+) ", device.with_suffix(".md").read_text())
+            result["torch"] = found.group(1) if found else "unknown"
     result["wall_s"] = round(time.time() - started, 1)
     result["commit"] = _commit()
     _row_file(out, row).write_text(json.dumps(result, indent=1))
@@ -116,6 +121,9 @@ def merge(out: Path, dirs: list[Path]) -> None:
         r["group"] = ZOO_GROUPS[mode] if batch == str(ZOO_BATCH) else f"batch {batch}"
     command = "python benchmarks/gpu_zoo_parallel.py " + " ".join(sys.argv[1:])
     text = table(rows, list(BACKENDS), "/".join(sorted(devices)), {}, "The model zoo (benchmarks/zoo.py)", command)
+    # measured elsewhere: the torch of the rows, not of this process
+    versions = "/".join(sorted({r.get("torch", "unknown") for r in rows}))
+    text = text.replace(f"torch {torch.__version__} ", f"torch {versions} ", 1)
     text += "\n" + zoo_summary(rows)
     commits: dict[str, list[str]] = {}
     for r in rows:
@@ -146,8 +154,6 @@ def main() -> None:
     if args.merge:
         merge(args.out_dir, args.merge)
         return
-    import torch
-
     visible = os.environ.get("CUDA_VISIBLE_DEVICES") or ",".join(map(str, range(torch.cuda.device_count())))
     run(args.out_dir, _all_rows(args.cases), (args.gpus or visible).split(","), args.deadline)
     merge(args.out_dir, [args.out_dir])
