@@ -158,6 +158,13 @@ def _unit_slices(layout: layouts.Layout) -> str:
     return "[" + ", ".join("0:1" if d in layout.expanded else ":" for d in layout.order) + "]"
 
 
+def _unpadded(layout: layouts.Layout, shape: Sequence[int]) -> tuple[slice, ...]:
+    """Indexing that keeps a padded buffer's first `shape[d]` elements of each padded dim
+    (`[:, :, 0:49]`), in buffer order."""
+    longer = dict(layout.padded)
+    return tuple(slice(0, shape[d]) if d in longer else slice(None) for d in layout.order)
+
+
 def with_strides(x: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
     """`x` with eager's `strides`: a copy where its own differ (a view with gaps),
     expanded where eager's has stride 0.  Values first: a layout torch cannot
@@ -841,6 +848,10 @@ class WrapperBuilder:
         text = name + (".view(torch.bool)" if dtype == torch.bool else "")
         meta = self.meta.get(name)
         if layout is not None:
+            if layout.padded and eager is not None:  # the rows' padding cut off: a view
+                cut = _unpadded(layout, eager[0])
+                text += "[" + ", ".join(f"0:{c.stop}" if c.stop is not None else ":" for c in cut) + "]"
+                meta = meta[cut] if meta is not None else None
             text += f".permute({layout.inverse()})"
             meta = meta.permute(layout.inverse()) if meta is not None else None
             if layout.expanded and eager is not None:

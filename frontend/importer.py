@@ -114,7 +114,7 @@ class FxImporter:
                 eager_strides = output_node.meta.get(EAGER_STRIDES) or [None] * len(outputs)
                 if len(eager_strides) != len(outputs):  # None outputs (no gradient) were left out
                     eager_strides = [None] * len(outputs)
-                result_layouts = [_layout_of(n, s) for n, s in zip(outputs, eager_strides, strict=True)]
+                result_layouts = [_layout_of(n, s, padding=True) for n, s in zip(outputs, eager_strides, strict=True)]
                 results = [
                     _to_buffer(self._checked_output(values[n], n), layout)
                     for n, layout in zip(outputs, result_layouts, strict=True)
@@ -200,9 +200,10 @@ class FxImporter:
         return value
 
 
-def _layout_of(node: fx.Node, strides: tuple[int, ...] | None = None) -> layouts.Layout | None:
+def _layout_of(node: fx.Node, strides: tuple[int, ...] | None = None, padding: bool = False) -> layouts.Layout | None:
     """The layout of a placeholder or result: its meta's strides, or `strides` (eager's,
-    where decompositions changed them: mlirc.frontend.backend._keep_user_strides)."""
+    where decompositions changed them: mlirc.frontend.backend._keep_user_strides);
+    `padding`: a padded buffer may hold it (results only: layouts.plan)."""
     meta = node_meta(node)
     if not isinstance(meta, torch.Tensor):
         return None
@@ -210,7 +211,7 @@ def _layout_of(node: fx.Node, strides: tuple[int, ...] | None = None) -> layouts
     shape = [shapes.static_dim(d) for d in meta.shape]
     static_strides = [shapes.static_dim(d) for d in strides]
     if None not in shape and None not in static_strides:
-        return layouts.plan(shape, static_strides)
+        return layouts.plan(shape, static_strides, padding)
     # A symbolic layout is planned at the traced sizes; the importer takes row-major
     # ones only (a permuted buffer of symbolic dims is not built yet).
     layout = layouts.plan([hint_int(d) for d in meta.shape], [hint_int(d) for d in strides])
@@ -229,14 +230,24 @@ def _from_buffer(arg: ir.Value, layout: layouts.Layout | None, shape: tuple[int,
 
 def _to_buffer(value: ir.Value, layout: layouts.Layout | None) -> ir.Value:
     """A result in the buffer of its eager layout: one element of each expanded dim,
-    the dims in stride order (the producing kernel writes it so)."""
+    the dims in stride order, rows padded with zeros where eager's are (the producing
+    kernel writes it so)."""
     if layout is None:
         return value
+    tensor_shape = list(shapes.shape_of(value))
     if layout.expanded:
-        shape = [1 if d in layout.expanded else n for d, n in enumerate(shapes.shape_of(value))]
+        shape = [1 if d in layout.expanded else n for d, n in enumerate(tensor_shape)]
         rank = len(shape)
         value = builders.slice_(value, [0] * rank, [1] * rank, shape)
-    return builders.permute(value, layout.order)
+    value = builders.permute(value, layout.order)
+    if layout.padded:
+        now, full = shapes.shape_of(value), layout.buffer_shape(tensor_shape)
+        elem = shapes.elem_of(value)
+        value = builders.create(
+            "pad", [value, builders.scalar_constant(0, elem)], shapes.tensor_type(full, elem),
+            low=[0] * len(full), high=[f - n for f, n in zip(full, now, strict=True)],
+        )  # fmt: skip
+    return value
 
 
 def _location_name(node: fx.Node) -> str:

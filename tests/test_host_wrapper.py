@@ -14,7 +14,7 @@ from mlir.dialects import func
 
 from mlirc.backends.host_wrapper import WrapperBuilder
 from mlirc.config import config
-from mlirc.dialects import make_context
+from mlirc.dialects import layouts, make_context
 
 # %v is a view of %0 that outlives %0's last direct use: %2 must not take %0's
 # storage.  %1 is dead once %2 is computed, so %3 may take it.
@@ -253,6 +253,37 @@ def test_reused_buffers_give_eager_results(tmp_path):
 def test_non_contiguous_inputs_through_views():
     x, w = torch.randn(13, 7).t(), torch.randn(3, 13).t()  # both transposed views
     compile_and_compare(lambda a, b: torch.relu(a @ b).reshape(3, 7) * 2, x, w)
+
+
+def _padded_mask(bias: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A mask padded to a multiple of 16 and cut back, as SDPA pads one for its
+    memory-efficient kernel (Swin's shifted-window masks), expanded over a batch."""
+    mask = (bias * 2 + x.sum()).unsqueeze(0)
+    return F.pad(mask, (0, 7))[..., :49].expand(8, 3, 49, 49), mask.sum()
+
+
+@pytest.mark.parametrize("shape", [(3, 49, 49), (2, 5, 9)])
+def test_results_viewing_padded_rows_are_written_padded(shape, tmp_path):
+    """A result whose eager strides skip each row's padding is computed into the padded
+    buffer and returned as a view of it: eager's strides, no copy into them."""
+    bias, x = torch.randn(*shape), torch.randn(5)
+    fn = _padded_mask if shape[-1] == 49 else lambda b, y: (F.pad(b * y[0], (0, 7))[..., :9], b.sum())
+    expected, actual = fn(bias, x), torch.compile(fn, backend="mlirc")(bias, x)
+    torch.testing.assert_close(actual, expected)
+    assert actual[0].stride() == expected[0].stride()
+    assert "with_strides" not in wrapper_source(fn, (bias, x), tmp_path)
+
+
+def test_layouts_pad_rows_of_results_only_by_an_alignment():
+    """layouts.plan: a stride past a row's end is padding in a result's buffer (49 of
+    56), not in an argument's (copied on entry), nor where the row is a narrow slice
+    of a wide one (3 of 64: its buffer would be mostly padding)."""
+    mask = layouts.plan([8, 3, 49, 49], [0, 2744, 56, 1], padding=True)
+    assert mask == layouts.Layout((0, 1, 2, 3), (0,), ((3, 56),))
+    assert mask.buffer_shape([8, 3, 49, 49]) == [1, 3, 49, 56]
+    assert layouts.plan([8, 3, 49, 49], [0, 2744, 56, 1]) is None
+    assert layouts.plan([5, 3], [64, 1], padding=True) is None
+    assert layouts.plan([4, 5], [1, 8], padding=True) == layouts.Layout((1, 0), (), ((0, 8),))
 
 
 def test_profile_names_every_call(monkeypatch):
