@@ -32,6 +32,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import zoo  # noqa: E402
+from gpu_bench import BACKENDS, ZOO_THROUGHPUT_BATCH, _zoo_rows, table, zoo_summary  # noqa: E402
 
 
 def _row_file(out: Path, row: str) -> Path:
@@ -39,12 +40,10 @@ def _row_file(out: Path, row: str) -> Path:
 
 
 def _all_rows(cases: str) -> list[str]:
-    from gpu_bench import _zoo_rows
-
     models = cases.split(",") if cases else [m for m in zoo.ZOO if not zoo.unavailable(m)]
     rows = _zoo_rows(models)
     # throughput rows take longest: start them first so the queue drains evenly
-    return sorted(rows, key=lambda r: r.count("@") == 1 and not r.endswith("@32"), reverse=True)
+    return sorted(rows, key=lambda r: r.endswith(f"@{ZOO_THROUGHPUT_BATCH}"), reverse=True)
 
 
 def _commit() -> str:
@@ -56,7 +55,7 @@ def _commit() -> str:
         return "unknown"
 
 
-def _run_row(row: str, gpu: str, out: Path, timeout_s: float) -> None:
+def _run_row(row: str, gpu: str, out: Path, timeout_s: float, commit: str) -> None:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
     with tempfile.TemporaryDirectory() as scratch:
         cmd = [sys.executable, str(HERE / "gpu_bench.py"), scratch, "--suite", "zoo", "--cases", row]
@@ -74,7 +73,7 @@ def _run_row(row: str, gpu: str, out: Path, timeout_s: float) -> None:
             found = re.search(r"torch (\S+) ", device.with_suffix(".md").read_text())
             result["torch"] = found.group(1) if found else "unknown"
     result["wall_s"] = round(time.time() - started, 1)
-    result["commit"] = _commit()
+    result["commit"] = commit
     _row_file(out, row).write_text(json.dumps(result, indent=1))
     print(f"[gpu {gpu}] {row}: {result['wall_s']} s{' ERROR' if 'error' in result else ''}", flush=True)
 
@@ -85,7 +84,7 @@ def run(out: Path, rows: list[str], gpus: list[str], deadline_s: float) -> None:
     for row in rows:
         if not _row_file(out, row).exists():
             todo.put(row)
-    end = time.time() + deadline_s
+    end, commit = time.time() + deadline_s, _commit()
 
     def worker(gpu: str) -> None:
         while time.time() < end - 30:
@@ -93,7 +92,7 @@ def run(out: Path, rows: list[str], gpus: list[str], deadline_s: float) -> None:
                 row = todo.get_nowait()
             except queue.Empty:
                 return
-            _run_row(row, gpu, out, end - time.time())
+            _run_row(row, gpu, out, end - time.time(), commit)
 
     threads = [threading.Thread(target=worker, args=(g,)) for g in gpus]
     for t in threads:
@@ -105,20 +104,13 @@ def run(out: Path, rows: list[str], gpus: list[str], deadline_s: float) -> None:
 
 
 def merge(out: Path, dirs: list[Path]) -> None:
-    from gpu_bench import BACKENDS, ZOO_BATCH, ZOO_GROUPS, table, zoo_summary
-
     found: dict[str, dict] = {}
     for d in dirs:
         for f in sorted((d / "rows").glob("*.json")):
             found[f.stem] = json.loads(f.read_text())
-    order = {r.replace("@", "_"): i for i, r in enumerate(_zoo_rows_in_order())}
+    order = {r.replace("@", "_"): i for i, r in enumerate(_zoo_rows(list(zoo.ZOO)))}
     rows = [found[k] for k in sorted(found, key=lambda k: order.get(k, len(order)))]
     devices = {r.get("device", "unknown") for r in rows}
-    for r in rows:
-        name = r["case"].split(" ")[0]
-        mode = "reduce-overhead" if "(reduce-overhead)" in r["case"] else None
-        batch = name.split("@")[1]
-        r["group"] = ZOO_GROUPS[mode] if batch == str(ZOO_BATCH) else f"batch {batch}"
     command = "python benchmarks/gpu_zoo_parallel.py " + " ".join(sys.argv[1:])
     text = table(rows, list(BACKENDS), "/".join(sorted(devices)), {}, "The model zoo (benchmarks/zoo.py)", command)
     # measured elsewhere: the torch of the rows, not of this process
@@ -135,12 +127,6 @@ def merge(out: Path, dirs: list[Path]) -> None:
     (out / f"{stem}.md").write_text(text + "\n")
     (out / f"{stem}.json").write_text(json.dumps(rows, indent=1))
     print(text)
-
-
-def _zoo_rows_in_order() -> list[str]:
-    from gpu_bench import _zoo_rows
-
-    return _zoo_rows(list(zoo.ZOO))
 
 
 def main() -> None:
