@@ -27,6 +27,7 @@ from mlirc.frontend.importer import EAGER_STRIDES, FROZEN_META, RESULT_ROLES_MET
 from mlirc.frontend.library_kernels import is_library_kernel
 from mlirc.frontend.lowerings.api import computes_a_size
 from mlirc.frontend.stats import stats
+from mlirc.frontend.written_inputs import WritesInputs, take_input_writes
 
 log = logging.getLogger(__name__)
 
@@ -144,18 +145,20 @@ def compile_fx_graph(
     autotune = mode in AUTOTUNE_MODES
     if inference:
         _mark_frozen(gm)
+    written = take_input_writes(gm)
     saved_strides, copied = None, []
     if forward:
-        saved_from = _mark_result_roles(gm, inference)
+        saved_from = _mark_result_roles(gm, inference, written)
         saved_strides = training_layouts.keep_saved_channels_last(gm, saved_from)
     else:
+        _mark_result_roles(gm, inference, written, with_metadata=False)
         copied = training_layouts.follow_input_strides(gm, example_inputs)
     if dynamic.is_symbolic(example_inputs):
         fn = _compile_symbolic(gm, example_inputs, autotune, user_outputs)
     else:
         fn = _compile_static(gm, example_inputs, autotune, user_outputs)
     if saved_strides is not None and not isinstance(fn, fx.GraphModule):  # compiled whole: as recorded
-        training_layouts.report_output_strides(saved_strides)
+        training_layouts.report_output_strides(saved_strides[len(written) :])  # what AOTAutograd sees
     if copied:
         fn = training_layouts.as_traced(fn, copied)
     device = _device_of(example_inputs)
@@ -169,6 +172,8 @@ def compile_fx_graph(
         ]  # fmt: skip
         fn = CudaGraphed(fn, static)
     fn = _cpu_scalars_to(device, fn, example_inputs)  # outside the graph: a copy from the host
+    if written:
+        fn = WritesInputs(fn, written)
     return _boxed(fn)
 
 
@@ -207,24 +212,28 @@ def _static_inputs() -> list[int]:
     return list(metadata.static_input_indices) if metadata is not None else []
 
 
-def _mark_result_roles(gm: fx.GraphModule, inference: bool) -> int | None:
-    """What AOTAutograd does with the forward's results (importer.RESULT_ROLES_META): the
-    first ones are new values of mutated inputs, which it copies back (an optimizer's
-    parameters and state, batch norm's running statistics) -- the kernel making one
-    may write straight into its input; in training, the results from `num_forward` on
-    are saved for the backward alone (returned: None in inference or without the
-    metadata)."""
-    metadata = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None)
+def _mark_result_roles(
+    gm: fx.GraphModule, inference: bool, written: list[int], with_metadata: bool = True
+) -> int | None:
+    """What becomes of the forward's results (importer.RESULT_ROLES_META): the first
+    ones are new values of inputs -- written into them (`written`, see
+    frontend/written_inputs.py), then those AOTAutograd copies back (mutations it
+    keeps out of the graph) -- the kernel making one may write straight into its
+    input; in training, the results from `num_forward` on are saved for the backward
+    alone (returned: None in inference or without the metadata, which describes
+    the forward graph alone: `with_metadata`)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    updates = {position: placeholders[index] for position, index in enumerate(written)}
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    metadata = getattr(torch._guards.TracingContext.try_get(), "fw_metadata", None) if with_metadata else None
     if metadata is None or len(metadata.input_info) != len(placeholders):
+        output.meta[RESULT_ROLES_META] = (updates, None)
         return None
-    updates = {}
     for position, index in enumerate(metadata.mutated_inp_runtime_indices):
         info = metadata.input_info[index]
         if info.mutates_data and not info.mutates_metadata:
-            updates[position] = placeholders[index]
-    saved_from = None if inference else metadata.num_forward
-    output = next(n for n in gm.graph.nodes if n.op == "output")
+            updates[len(written) + position] = placeholders[index]
+    saved_from = None if inference else len(written) + metadata.num_forward
     output.meta[RESULT_ROLES_META] = (updates, saved_from)
     return saved_from
 
@@ -438,6 +447,10 @@ def mlirc_backend(
             # pointwise chains between saved values are recomputed in the backward,
             # where they fuse into its kernels (as Inductor's partition).
             partition_fn=min_cut_rematerialization_partition,
+            # Mutated inputs (an optimizer's state, batch norm's running statistics)
+            # are written by the graph, not copied back per tensor by AOTAutograd's
+            # runtime wrapper: see frontend/written_inputs.py.
+            keep_inference_input_mutations=True,
         )(gm, example_inputs)
     except Exception as err:  # AOTAutograd itself failed (torch 2.11 asserts on some decomposed copies)
         if config.strict or _dynamo_control_flow(err):

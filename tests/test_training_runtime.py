@@ -109,6 +109,69 @@ def test_optimizer_step_writes_parameters_in_place(dumped):
     assert "empty_strided" not in steady, steady
 
 
+def _copies_in(fn) -> int:
+    """aten::copy_ calls while `fn` runs (a copy of a tensor onto itself included)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(1 for e in prof.events() if e.name == "aten::copy_")
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_mutated_inputs_are_written_by_the_graph(channels_last):
+    """AOTAutograd keeps input mutations in the graph (keep_inference_input_mutations):
+    batch norm's running statistics, SGD's parameters and momentum buffers are
+    written by the kernels that make them, with no copy back per tensor and call;
+    a non-contiguous parameter (channels-last) is copied back by mlirc, not lost."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 5, 3), nn.BatchNorm2d(5), nn.ReLU(), nn.Flatten(), nn.Linear(5 * 5 * 5, 3))
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    twin = copy.deepcopy(model)
+    eager = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    compiled = torch.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)
+    forward, step = torch.compile(twin, backend="mlirc"), torch.compile(compiled.step, backend="mlirc")
+    copies = []
+    for i in range(4):
+        x = torch.randn(2, 3, 7, 7)
+        for m, opt, run in ((model, eager, eager.step), (forward, compiled, step)):
+            opt.zero_grad()
+            m(x).square().mean().backward()
+            if m is forward and i == 3:
+                copies.append(_copies_in(run))
+                copies.append(_copies_in(lambda m=m, x=x: m(x)))
+            else:
+                run()
+                if m is model and i == 3:
+                    m(x)  # the twin's profiled forward updated its statistics once more
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(compiled.state[q]["momentum_buffer"], eager.state[p]["momentum_buffer"])
+    for a, b in zip(model.buffers(), twin.buffers(), strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
+    assert mlirc.stats().fallback_nodes == 0
+    # channels-last: the conv weight and its momentum buffer, computed contiguous,
+    # are copied into their own strides
+    assert copies == ([2, 0] if channels_last else [0, 0])
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_weight_edited_before_backward_raises_eagers_error(channels_last):
+    """A saved weight is returned as a view of the argument (sharing its version
+    counter), never as a fresh alias: editing it in place between forward and
+    backward raises autograd's error, as in eager, not a gradient from the new value."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 5, 3), nn.ReLU())
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    compiled = torch.compile(model, backend="mlirc")
+    compiled(torch.randn(2, 3, 7, 7)).sum().backward()
+    loss = compiled(torch.randn(2, 3, 7, 7)).sum()
+    with torch.no_grad():
+        model[0].weight.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
 def test_saved_activations_are_not_copied(dumped):
     """The forward returns the inputs the backward reads as they are."""
     torch.manual_seed(0)
