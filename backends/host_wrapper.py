@@ -397,6 +397,7 @@ class WrapperBuilder:
         self.scratch_limit_bytes = scratch_limit_bytes  # 0: every buffer is allocated per call
         self.allocs: list[_Alloc] = []
         self.alloc_of: dict[str, _Alloc] = {}  # root -> the fresh allocation whose storage it uses
+        self.argument_storage: set[str] = set()  # roots on an argument's storage
         self.scratch_fetch = _ScratchFetch()
         self.scratch_metas: list[torch.Tensor] = []  # what scratch_buffers() must make
         self.kernels = kernels or {}  # name -> kernel func, for library-call attributes
@@ -517,6 +518,7 @@ class WrapperBuilder:
                 self.lines.append(f"    {a} = {a}.permute({list(layout.order)}){_unit_slices(layout)}")
             self.lines.append(self.entry_arg(a))
             self._own(a, self.new_meta(self.shape_of(value), _dtype(value.type, None)))
+            self.argument_storage.add(a)
         self.lines.append(self.scratch_fetch)
         self.prologue()
         ret = self.entry.entry_block.operations[len(self.entry.entry_block.operations) - 1]
@@ -547,6 +549,8 @@ class WrapperBuilder:
         """`name` is a new root on `old`'s storage (reused or overwritten in place)."""
         if old in self.alloc_of:
             self.alloc_of[name] = self.alloc_of[old]
+        if old in self.argument_storage:
+            self.argument_storage.add(name)
 
     def _mark_escaping(self, name: str) -> None:
         alloc = self.alloc_of.get(self.root.get(name, ""))
@@ -848,18 +852,33 @@ class WrapperBuilder:
         text = name + (".view(torch.bool)" if dtype == torch.bool else "")
         meta = self.meta.get(name)
         if layout is not None:
-            if layout.padded and eager is not None:  # the rows' padding cut off: a view
-                cut = _unpadded(layout, eager[0])
-                text += "[" + ", ".join(f"0:{c.stop}" if c.stop is not None else ":" for c in cut) + "]"
-                meta = meta[cut] if meta is not None else None
-            text += f".permute({layout.inverse()})"
-            meta = meta.permute(layout.inverse()) if meta is not None else None
-            if layout.expanded and eager is not None:
-                text += f".expand({self.text(eager[0])})"
-                meta = meta.expand(eager[0]) if meta is not None else None
+            text, meta = self.layout_view(name, text, meta, layout, eager)
         if eager is not None and (meta is None or not layouts.same_strides(eager[0], meta.stride(), eager[1])):
             text = f"with_strides({text}, {self.text(eager[1])})"
         return text
+
+    def layout_view(
+        self, name: str, text: str, meta: torch.Tensor | None, layout: layouts.Layout, eager: tuple | None
+    ) -> tuple[str, torch.Tensor | None]:
+        """A result's buffer `name` (as `text`, laid out as `meta`) viewed as the tensor its
+        layout stands for: one reinterpret_tensor where the layout is known and the
+        storage is the wrapper's own, as a CNN returns a permuted view per saved
+        activation (a permute is a dispatched op, ~2 us a call).  A view of an
+        argument stays a view op: it shares the argument's version counter, which
+        autograd's saved-tensor check and the packed-weight and frozen caches read."""
+        views = text
+        if layout.padded and eager is not None:  # the rows' padding cut off (from 0: no offset)
+            cut = _unpadded(layout, eager[0])
+            views += "[" + ", ".join(f"0:{c.stop}" if c.stop is not None else ":" for c in cut) + "]"
+            meta = meta[cut] if meta is not None else None
+        views += f".permute({layout.inverse()})"
+        meta = meta.permute(layout.inverse()) if meta is not None else None
+        if layout.expanded and eager is not None:
+            views += f".expand({self.text(eager[0])})"
+            meta = meta.expand(eager[0]) if meta is not None else None
+        if meta is None or self.root.get(name, name) in self.argument_storage:
+            return views, meta
+        return f"reinterpret_tensor({text}, {self.text(meta.shape)}, {self.text(meta.stride())}, 0)", meta
 
     def emit_check(self, flag: str, check: RuntimeCheck) -> None:
         """Raise eager's exception unless the 0-d flag `flag` is set (after every

@@ -234,6 +234,26 @@ def test_channels_last_kernels_write_over_a_convolution_result(tmp_path):
     compile_and_compare(f, x)
 
 
+def test_layout_results_are_one_view_of_their_buffer(tmp_path):
+    """A channels-last result (a buffer with a layout) is returned as one
+    reinterpret_tensor of the wrapper's buffer, not a dispatched permute per call;
+    values, sizes and strides are eager's (odd sizes, a bool result too)."""
+    w = torch.randn(5, 3, 3, 3)
+
+    def f(x):
+        y = F.conv2d(x, w, padding=1)
+        return torch.relu(y) * 0.5, y > 0
+
+    x = torch.randn(2, 3, 9, 7).to(memory_format=torch.channels_last)
+    source = wrapper_source(f, (x,), tmp_path)
+    returned = next(line for line in source.splitlines() if line.startswith("    return ("))
+    assert "reinterpret_tensor(" in returned and ".permute(" not in returned, source
+    expected, actual = f(x), torch.compile(f, backend="mlirc")(x)
+    for a, e in zip(actual, expected, strict=True):
+        torch.testing.assert_close(a, e)
+        assert a.stride() == e.stride()
+
+
 def _mlp(x, w1, w2, w3):
     h = torch.relu(x @ w1)
     h = torch.tanh(h @ w2) * 0.5
