@@ -31,31 +31,26 @@ def take_input_writes(gm: fx.GraphModule) -> list[int]:
     the placeholder becomes a leading result `value`.  Returns, per leading result,
     the position of the argument it is the new value of ([] if none)."""
     nodes = list(gm.graph.nodes)
-    placeholders = [n for n in nodes if n.op == "placeholder"]
+    order = {node: i for i, node in enumerate(nodes)}
+    argument = {n: i for i, n in enumerate(n for n in nodes if n.op == "placeholder")}
     output = nodes[-1]
-    writes: list[tuple[fx.Node, fx.Node]] = []
+    writes: dict[fx.Node, fx.Node] = {}  # placeholder -> its new value
     for copy in [n for n in nodes if n.op == "call_function" and n.target is aten.copy_.default]:
         target, value = copy.args[0], copy.args[1]
-        if copy.kwargs or target not in placeholders or copy.users or not isinstance(value, fx.Node):
+        if copy.kwargs or target not in argument or copy.users or not isinstance(value, fx.Node):
             continue
-        if _read_after(target, copy, nodes) or any(target is t for t, _ in writes):
+        # a read after the copy would see the new value once the write moves to the end
+        if target in writes or any(order[user] > order[copy] and user is not output for user in target.users):
             continue
-        writes.append((target, value))
+        writes[target] = value
         gm.graph.erase_node(copy)
     if not writes:
         return []
     results = output.args[0]
     results = list(results) if isinstance(results, (tuple, list)) else [results]
-    output.args = (tuple([value for _, value in writes] + results),)
+    output.args = (tuple(writes.values()) + tuple(results),)
     gm.recompile()
-    return [placeholders.index(target) for target, _ in writes]
-
-
-def _read_after(target: fx.Node, copy: fx.Node, nodes: list[fx.Node]) -> bool:
-    """Does a node after `copy` (the output aside) read `target`?  Moving the write
-    to the end would show such a read the new value."""
-    after = nodes[nodes.index(copy) + 1 :]
-    return any(user in after and user.op != "output" for user in target.users)
+    return [argument[target] for target in writes]
 
 
 class WritesInputs:
