@@ -183,14 +183,17 @@ def _gathered_producers(func_op: ir.Operation) -> list[ir.Operation]:
     return producers
 
 
-def _erase_dead_reshapes(reshape: ir.Operation) -> None:
-    """Erase `reshape` once nothing reads it, and the reshapes before it likewise."""
-    if list(reshape.results[0].uses):
-        return
-    source = defining_op(reshape.operands[0])
-    reshape.erase()
-    if source is not None and source.name in RESHAPES:
-        _erase_dead_reshapes(source)
+def _erase_unread_reshapes(value: ir.Value) -> None:
+    """Erase the reshapes of `value` that nothing reads once its gathers are inlined,
+    last first.  Some were unread before: mlirc-recompute-cheap-producers redirects a
+    reader's reshape to its copy's and leaves the original behind, and erasing the
+    producer under it aborted the process."""
+    for use in list(value.uses):
+        user = use.owner.operation
+        if user.name in RESHAPES:
+            _erase_unread_reshapes(user.results[0])
+            if not list(user.results[0].uses):
+                user.erase()
 
 
 @register_pass(NAME, "Compute an elementwise producer read only by gathers (tensor.extract) inside its readers")
@@ -199,12 +202,7 @@ def fuse_gathered_producers(module: ir.Operation) -> None:
         # a producer inlined may expose its own producers to the next round (a pad of a pad)
         while producers := _gathered_producers(func_op.operation):
             for producer in producers:
-                reads = _gathered_reads(producer.results[0])
-                last_reshapes: list[ir.Operation] = []
-                for read in reads:
+                for read in _gathered_reads(producer.results[0]):
                     _inline_at(producer, read)
-                    if read[1] and read[1][0] not in last_reshapes:
-                        last_reshapes.append(read[1][0])
-                for reshape in last_reshapes:
-                    _erase_dead_reshapes(reshape)
+                _erase_unread_reshapes(producer.results[0])
                 producer.erase()

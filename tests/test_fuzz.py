@@ -33,6 +33,11 @@ def test_dynamic_sample_at_several_sizes(monkeypatch):
     assert not report.failures, "\n\n".join(f"graph {s}: {p}\n{r}" for s, p, r in report.failures)
 
 
+def _cat_then_fmod(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    doubled = torch.cat([x, x], 0)  # first: the concatenation keeps the transpose, fmod gets a copy
+    return torch.fmod(y, x.flatten(0)), doubled
+
+
 # Each: a minimized fuzzer graph and inputs; eager's values or eager's exception.
 REGRESSIONS = {
     # eager's index_add raises IndexError on a 1-D tensor, RuntimeError on others
@@ -122,6 +127,17 @@ REGRESSIONS = {
     "mean_of_a_0d_int_in_a_row_sum": (
         lambda x, y: (x.float().mean() + y).sum(1),
         (T(3), torch.randint(-9, 9, (3, 5)).float()),
+    ),
+    # a transposed input read by a concatenation (a gather) and, flattened, by fmod: the
+    # compile aborted the process (114000342023, lit fuse-gathered-producers); eager's
+    # values where no divisor is 0, its ZeroDivisionError where one is
+    "cat_then_fmod_of_a_transposed_input": (
+        _cat_then_fmod,
+        (torch.arange(1, 31, dtype=torch.int32).reshape(2, 3, 5).permute(2, 1, 0), torch.randint(-99, 99, (30,))),
+    ),
+    "cat_then_fmod_by_zero_of_a_transposed_input": (
+        _cat_then_fmod,
+        (torch.arange(30, dtype=torch.int32).reshape(2, 3, 5).permute(2, 1, 0), torch.randint(-99, 99, (30,))),
     ),
 }
 

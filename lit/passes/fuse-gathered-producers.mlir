@@ -192,3 +192,37 @@ func.func @through_a_collapse(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
   } -> tensor<6x4xf32>
   return %flip : tensor<6x4xf32>
 }
+
+// -----
+
+// A reshape of the producer that nothing reads (mlirc-recompute-cheap-producers leaves
+// one behind when it gives the reshape's reader a copy) goes with the producer: erasing
+// the producer under it aborted (fuzzer graph 114000342023: a concatenation and an
+// fmod of one transposed input).
+// CHECK-LABEL: func.func @beside_an_unread_reshape
+// CHECK-NOT: tensor.collapse_shape
+// CHECK-NOT: tensor.extract %{{.*}} : tensor<3x2xf32>
+// CHECK: %[[X:.*]] = tensor.extract %arg0[%{{.*}}, %{{.*}}] : tensor<2x3xf32>
+// CHECK: math.tanh %[[X]]
+#t23 = affine_map<(d0, d1) -> (d1, d0)>
+#i23 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @beside_an_unread_reshape(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %e = tensor.empty() : tensor<3x2xf32>
+  %p = linalg.generic {indexing_maps = [#t23, #i23], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<2x3xf32>) outs(%e : tensor<3x2xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = math.tanh %a : f32
+    linalg.yield %r : f32
+  } -> tensor<3x2xf32>
+  %unread = tensor.collapse_shape %p [[0, 1]] : tensor<3x2xf32> into tensor<6xf32>
+  %c2 = arith.constant 2 : index
+  %e2 = tensor.empty() : tensor<3x2xf32>
+  %flip = linalg.generic {indexing_maps = [#i23], iterator_types = ["parallel", "parallel"]} outs(%e2 : tensor<3x2xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %k = arith.subi %c2, %i : index
+    %v = tensor.extract %p[%k, %j] : tensor<3x2xf32>
+    linalg.yield %v : f32
+  } -> tensor<3x2xf32>
+  return %flip : tensor<3x2xf32>
+}
