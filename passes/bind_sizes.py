@@ -43,6 +43,7 @@ from mlirc.dialects.attributes import (
     PREPARED_ATTR,
 )
 from mlirc.errors import PipelineError, SizeAssumptionFailed, UnsupportedOpError
+from mlirc.passes.ir_utils import erase_op
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-bind-sizes"
@@ -292,7 +293,7 @@ def _fold_from_size(op: ir.Operation) -> bool:
     with ir.InsertionPoint(op), op.location:
         constant = builders.scalar_constant(value, shapes.elem_of(op.results[0]))
     op.results[0].replace_all_uses_with(constant)
-    op.erase()
+    erase_op(op)
     return True
 
 
@@ -301,7 +302,7 @@ def _drop_sizes(op: ir.Operation, tensors: list[ir.Value]) -> None:
         attributes = {name: op.attributes[name] for name in op.attributes}
         new = ir.Operation.create(op.name, results=[op.results[0].type], operands=tensors, attributes=attributes)
     op.results[0].replace_all_uses_with(new.results[0])
-    op.erase()
+    erase_op(op)
 
 
 def _drop_arg_attributes(fn: func.FuncOp, index: int) -> None:
@@ -438,7 +439,7 @@ def _retype_calls(calls: list[ir.Operation], results: list[ir.Type]) -> list[ir.
             for old, fresh in zip(op.results, new.results, strict=True):
                 replacement = fresh if old.type == fresh.type else tensor.CastOp(old.type, fresh).result
                 old.replace_all_uses_with(replacement)
-        op.erase()
+        erase_op(op)
         rebuilt.append(new)
     return rebuilt
 
@@ -467,7 +468,7 @@ def _drop_unread_kernel_args(module: ir.Operation) -> bool:
             new = _rebuilt_call(call, list(call.results.types), kept)
             for old, fresh in zip(call.results, new.results, strict=True):
                 old.replace_all_uses_with(fresh)
-            call.erase()
+            erase_op(call)
     return dropped
 
 

@@ -13,6 +13,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ATTR
+from mlirc.passes.ir_utils import erase_op
 from mlirc.passes.registry import register_pass
 
 
@@ -24,4 +25,4 @@ def compiled_kernel(op: ir.Operation) -> bool:
 def cpu_drop_host(module: ir.Operation) -> None:
     for op in list(module.regions[0].blocks[0].operations):
         if isinstance(op, func.FuncOp) and not compiled_kernel(op):
-            op.operation.erase()
+            erase_op(op.operation)

@@ -29,7 +29,7 @@ from mlir.dialects import arith, func, linalg, scf, tensor
 
 from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import remap_operands
+from mlirc.passes.ir_utils import erase_op, remap_operands
 from mlirc.passes.linalg_utils import is_fill
 from mlirc.passes.registry import register_pass
 from mlirc.passes.resolve_call_dims import linalg_init
@@ -154,7 +154,7 @@ class RowLoopBuilder:
             if v in member_results:
                 ret.operands[i] = loop.results[i]
         for op in reversed(members):
-            op.erase()
+            erase_op(op)
 
     def _delinearize(self, flat: ir.Value) -> list[ir.Value]:
         ivs: list[ir.Value] = []

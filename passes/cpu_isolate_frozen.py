@@ -29,7 +29,7 @@ from mlir.dialects import func
 from mlirc.dialects.attributes import FROZEN_ATTR
 from mlirc.passes.form_kernels import VIEW_OPS, Outliner, is_root, values_used
 from mlirc.passes.hoist_frozen import SMALL_ELEMENTS, elements
-from mlirc.passes.ir_utils import entry_functions
+from mlirc.passes.ir_utils import entry_functions, erase_op
 from mlirc.passes.registry import register_pass
 
 # Ops that read no argument's data (a constant, an empty init).
@@ -92,4 +92,4 @@ def cpu_isolate_frozen(module: ir.Operation) -> None:
         order = {op.operation: i for i, op in enumerate(entry.entry_block.operations)}
         for root in sorted(_frozen_roots(entry), key=order.__getitem__):
             outliner.outline(root)
-            root.erase()
+            erase_op(root)

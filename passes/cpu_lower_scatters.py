@@ -24,6 +24,7 @@ from mlir.dialects import arith, func, memref, scf
 
 from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR
 from mlirc.errors import PipelineError
+from mlirc.passes.ir_utils import erase_op
 from mlirc.passes.linalg_utils import scatter_arguments, scatter_of
 from mlirc.passes.registry import register_pass
 
@@ -113,7 +114,7 @@ def lower_scatter_kernel(kernel: func.FuncOp) -> None:
         buffers = list(block.arguments)
         _emit(buffers[-1], buffers[positions[1]], buffers[positions[2]], _Constants(block))
         func.ReturnOp([])
-    kernel.erase()
+    erase_op(kernel)
 
 
 @register_pass(NAME, "CPU: scatter kernels (mlirc.scatter_add) as loops adding into their result's rows")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import erase_op, nested_ops
 from mlirc.passes.registry import register_pass
 
 # vector.reduction kinds whose masked form needs an infinity: kind -> which one
@@ -44,7 +44,7 @@ def _unmask(mask_op: ir.Operation, reduction: ir.Operation, neutral: float) -> N
         clone = reduction.clone()
         clone.operands[0] = live
     mask_op.results[0].replace_all_uses_with(clone.results[0])
-    mask_op.erase()
+    erase_op(mask_op)
 
 
 @register_pass("mlirc-cpu-masked-reductions", "Masked vector max/min reductions with an infinity in the dead lanes")

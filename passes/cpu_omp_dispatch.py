@@ -21,6 +21,7 @@ from mlir import ir
 
 from mlirc.dialects.attributes import PARALLEL_ATTR
 from mlirc.errors import PipelineError
+from mlirc.passes.ir_utils import erase_op
 from mlirc.passes.registry import register_pass
 
 RUNTIME = {
@@ -117,7 +118,7 @@ def cpu_omp_dispatch(module: ir.Operation) -> None:
         (step,) = ir.DenseI64ArrayAttr(declaration.attributes[PARALLEL_ATTR])
         # The snippet must verify alone: it declares the chunk, which the module defines.
         text += [f"  llvm.func @{name}_chunk({', '.join(types)})", _worker(name, types, step), _dispatcher(name, types)]
-        declaration.erase()
+        erase_op(declaration)
     parsed = ir.Module.parse("module {\n" + "\n".join(text) + "\n}", module.context)
     defined = {ir.StringAttr(op.operation.attributes["sym_name"]).value for op in body.operations}
     for op in list(parsed.body.operations):

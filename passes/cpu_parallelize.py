@@ -28,7 +28,7 @@ from mlir import ir
 from mlir.dialects import arith, func, memref, scf
 
 from mlirc.dialects.attributes import KERNEL_ATTR, PARALLEL_ATTR, PARALLEL_LOOP_ATTR
-from mlirc.passes.ir_utils import constant_index, nested_ops, remap_operands
+from mlirc.passes.ir_utils import constant_index, erase_op, nested_ops, remap_operands
 from mlirc.passes.linalg_utils import elem_bytes
 from mlirc.passes.registry import register_pass
 
@@ -191,7 +191,7 @@ def _coalesce(loop: ir.Operation, bounds: list[Bound]) -> tuple[ir.Operation, li
         loop.regions[0].blocks[0].arguments[0].replace_all_uses_with(outer_iv)
         inner.regions[0].blocks[0].arguments[0].replace_all_uses_with(inner_iv)
         merged.operation.attributes[PARALLEL_LOOP_ATTR] = ir.UnitAttr.get()
-        loop.erase()
+        erase_op(loop)
         loop, outer_trips = merged.operation, trips
         bounds = [0, trips, 1]
     return loop, bounds
@@ -234,7 +234,7 @@ def _rows_of_chunk(loop: ir.Operation) -> None:
     div.results[0].replace_all_uses_with(rows.induction_variable)
     rem.results[0].replace_all_uses_with(row.induction_variable)
     iv.replace_all_uses_with(flat)
-    loop.erase()
+    erase_op(loop)
 
 
 def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[Bound], min_bytes: int) -> None:
@@ -268,7 +268,7 @@ def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[Bound], min_byt
     for o in reversed(body):
         used = any(list(r.uses) for r in o.results)
         if not used and o not in kept and o.name not in ("arith.constant", "memref.reinterpret_cast"):
-            o.erase()
+            erase_op(o)
     with ir.InsertionPoint(kernel.entry_block), kernel.location:
         lb, ub = (_index(b) for b in bounds[:2])
         args = [*kernel.entry_block.arguments, lb, ub]

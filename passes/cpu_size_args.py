@@ -24,7 +24,7 @@ from mlir.dialects import arith, func, memref
 
 from mlirc.dialects.attributes import KERNEL_ATTR, LIBRARY_ATTR, SIZE_ARGS_ATTR
 from mlirc.errors import PipelineError
-from mlirc.passes.ir_utils import constant_index, nested_ops
+from mlirc.passes.ir_utils import constant_index, erase_op, nested_ops
 from mlirc.passes.registry import register_pass
 
 
@@ -121,7 +121,7 @@ def _split_dynamic_groups(kernel: func.FuncOp) -> None:
         with ir.InsertionPoint(op), op.location:
             shape = [next(dynamic) if ir.ShapedType.is_dynamic_size(s) else s for s in static]
             op.results[0].replace_all_uses_with(_reinterpret(op.operands[0], result, shape))
-        op.erase()
+        erase_op(op)
 
 
 def _compiled_kernels(module: ir.Operation) -> list[func.FuncOp]:
@@ -154,7 +154,7 @@ def _fold_reinterpreted_dims(kernel: func.FuncOp) -> None:
             with ir.InsertionPoint(op), op.location:
                 size = _as_value(static[dim])
         op.results[0].replace_all_uses_with(size)
-        op.erase()
+        erase_op(op)
 
 
 @register_pass("mlirc-cpu-size-args", "CPU: bufferized kernels of `?` sizes take pointers and their sizes as arguments")

@@ -25,7 +25,7 @@ from mlir.dialects import arith, func
 from mlirc.dialects import shapes
 from mlirc.errors import StaticSizesNeeded
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions
+from mlirc.passes.ir_utils import callee, entry_functions, erase_op, erase_uncalled_kernels, functions
 from mlirc.passes.outline_library_calls import SKINNY_MAX_N as MAX_N
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
@@ -83,5 +83,5 @@ def cpu_skinny_matmul(module: ir.Operation) -> None:
             with ir.InsertionPoint(op), op.location:
                 result = _contraction(*op.operands)
             op.results[0].replace_all_uses_with(result)
-            op.erase()
+            erase_op(op)
     erase_uncalled_kernels(top, kernels)

@@ -16,7 +16,7 @@ import math
 from mlir import ir
 from mlir.dialects import linalg
 
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import erase_op, nested_ops
 from mlirc.passes.registry import register_pass
 
 
@@ -49,4 +49,4 @@ def cpu_strided_copies(module: ir.Operation) -> None:
             continue
         with ir.InsertionPoint(op), op.location:
             linalg.copy(source, outs=[target])
-        op.erase()
+        erase_op(op)

@@ -32,7 +32,7 @@ from mlir.dialects import arith, func, vector
 from mlir.dialects import math as math_d
 
 from mlirc.dialects import shapes
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import erase_op, nested_ops
 from mlirc.passes.registry import register_pass
 
 # math op -> (SLEEF function stem, accuracy suffix).  Names are `Sleef_<stem><f|d><lanes>_<ulp>`.
@@ -138,7 +138,7 @@ def _rewrite(module: ir.Operation, op: ir.Operation, lanes: int) -> None:
         if vtype.rank != 1:
             result = vector.shape_cast(vtype, result)
     op.results[0].replace_all_uses_with(result)
-    op.erase()
+    erase_op(op)
 
 
 def _candidates(module: ir.Operation) -> list[tuple[ir.Operation, int]]:
@@ -238,7 +238,7 @@ def _expand_f32_vector_exp(op: ir.Operation) -> None:
     with ir.InsertionPoint(op), op.location:
         result = _inline_exp(op.operands[0], vtype, full_range=True)
     op.results[0].replace_all_uses_with(result)
-    op.erase()
+    erase_op(op)
 
 
 def _expand_f32_vector_erf(op: ir.Operation) -> None:
@@ -259,7 +259,7 @@ def _expand_f32_vector_erf(op: ir.Operation) -> None:
             small = arith.cmpf(arith.CmpFPredicate.OLT, ax, splat(ERF_SMALL))
             result = arith.select(small, arith.mulf(series, x), result)
     op.results[0].replace_all_uses_with(result)
-    op.erase()
+    erase_op(op)
 
 
 # tanh(x) = x + x^3 P(x^2) below |x| = TANH_SMALL, a near-minimax fit (relative error
@@ -293,7 +293,7 @@ def _expand_f32_vector_tanh(op: ir.Operation) -> None:
         # tanh of |x|, then x's sign: tanh(-0.0) is -0.0, as eager's.
         result = math_d.copysign(arith.select(near_zero, small, large), x)
     op.results[0].replace_all_uses_with(result)
-    op.erase()
+    erase_op(op)
 
 
 def _only_added_to_one(op: ir.Operation) -> bool:
@@ -353,7 +353,7 @@ def _scalar_libm_call(module: ir.Operation, op: ir.Operation) -> None:
         if wide != elem:
             value = arith.truncf(elem, value)
     op.results[0].replace_all_uses_with(value)
-    op.erase()
+    erase_op(op)
 
 
 def _scalar_libm_candidates(module: ir.Operation) -> list[ir.Operation]:

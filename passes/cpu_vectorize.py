@@ -21,7 +21,7 @@ from mlir import ir, passmanager
 from mlirc.dialects import shapes
 from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR, SCHEDULE_ATTR, SPLIT_ATTR, TAIL_ATTR
 from mlirc.errors import PipelineError
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import erase_op, nested_ops
 from mlirc.passes.linalg_utils import elem_bytes
 from mlirc.passes.registry import register_pass
 
@@ -796,7 +796,7 @@ def cpu_vectorize(module: ir.Operation, options: CpuVectorizeOptions) -> None:
     try:
         passmanager.PassManager.parse("builtin.module(transform-interpreter)").run(module)
     finally:
-        transform_module.erase()
+        erase_op(transform_module)
     for op in _linalg_ops(module):
         if SCHEDULE_ATTR in op.attributes:
             del op.attributes[SCHEDULE_ATTR]

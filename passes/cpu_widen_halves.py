@@ -28,7 +28,7 @@ from mlir.dialects import arith
 
 from mlirc.dialects import shapes
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import erase_op, nested_ops
 from mlirc.passes.linalg_utils import is_fill
 from mlirc.passes.registry import register_pass
 
@@ -97,7 +97,7 @@ def _widen_body(generic: ir.Operation, f32_outs: set[int]) -> None:
                 op.operands[i] = wide[operand]
         if op.name == "arith.extf" and computes_on_half and op.results[0].type == _f32():
             op.results[0].replace_all_uses_with(op.operands[0])  # already f32
-            op.erase()
+            erase_op(op)
             continue
         for result in op.results:
             if not _is_half(result.type):

@@ -28,7 +28,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import clone_body, nested_ops
+from mlirc.passes.ir_utils import clone_body, erase_op, nested_ops
 from mlirc.passes.linalg_utils import all_parallel, dps_inputs, indexing_maps, loop_ranges
 from mlirc.passes.registry import register_pass
 
@@ -176,7 +176,7 @@ def _rewrite(
         result = le.generic(new_inputs, new_maps, [op.operands[len(inputs)]], [_renumbered(maps[-1], kept)],
                             [kinds[d] for d in kept], body)[0]  # fmt: skip
     op.results[0].replace_all_uses_with(result)
-    op.erase()
+    erase_op(op)
 
 
 def _combined(root: ir.Operation, operands: list[ir.Value]) -> ir.Value:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from mlir import ir
 
 from mlirc.dialects import shapes
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import erase_op, nested_ops
 from mlirc.passes.registry import register_pass
 
 
@@ -94,7 +94,7 @@ def _fold_into(generic: ir.Operation) -> bool:
         maps = candidate
         generic.operands[index] = owner.operation.operands[0]
         if not list(owner.operation.results[0].uses):
-            owner.operation.erase()  # visited already: a slice comes before its readers
+            erase_op(owner.operation)  # visited already: a slice comes before its readers
         changed = True
     if changed:
         generic.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])

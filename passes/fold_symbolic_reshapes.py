@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from mlirc.passes.ir_utils import defining_op, nested_ops
+from mlirc.passes.ir_utils import defining_op, erase_op, nested_ops
 from mlirc.passes.registry import register_pass
 from mlirc.passes.size_keys import SizeKeys, same_size
 
@@ -47,7 +47,7 @@ def fold_reshape_pairs(module: ir.Operation) -> int:
         source = _undone_collapse(op, SizeKeys())
         if source is not None:
             op.results[0].replace_all_uses_with(source)
-            op.erase()
+            erase_op(op)
             folded += 1
     return folded
 

@@ -13,7 +13,7 @@ from mlir.dialects import func, linalg
 
 from mlirc.dialects.attributes import IN_PLACE_ATTR, KERNEL_ATTR, SAVED_RESULTS_ATTR
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import entry_functions, remap_operands
+from mlirc.passes.ir_utils import entry_functions, erase_op, remap_operands
 from mlirc.passes.registry import register_pass
 
 CLONEABLE = frozenset(
@@ -229,7 +229,7 @@ def form_kernels(module: ir.Operation) -> None:
                 _replace_by_empty(root)  # nothing to compute: the host allocates the result
             else:
                 outliner.outline(root)
-            root.erase()
+            erase_op(root)
         _erase_dead(entry)
 
 
@@ -261,5 +261,5 @@ def _erase_dead(fn: func.FuncOp) -> None:
             if not o.results or o.name == "func.call" or (o.name == "tensor.empty" and _returned(o)):
                 continue
             if all(len(list(r.uses)) == 0 for r in o.results):
-                o.erase()
+                erase_op(o)
                 changed = True

@@ -24,7 +24,7 @@ from mlir import ir
 from mlir.dialects import arith, tensor
 
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import defining_op, nested_ops
+from mlirc.passes.ir_utils import defining_op, erase_op, nested_ops
 from mlirc.passes.linalg_utils import RESHAPES, all_parallel, indexing_maps
 from mlirc.passes.registry import register_pass
 
@@ -167,7 +167,7 @@ def _inline_at(producer: ir.Operation, read: Read) -> None:
                 if v in mapping:
                     clone.operands[i] = mapping[v]
             mapping.update(zip(op.results, clone.results, strict=True))
-    extract.erase()
+    erase_op(extract)
 
 
 def _gathered_producers(func_op: ir.Operation) -> list[ir.Operation]:
@@ -193,7 +193,7 @@ def _erase_unread_reshapes(value: ir.Value) -> None:
         if user.name in RESHAPES:
             _erase_unread_reshapes(user.results[0])
             if not list(user.results[0].uses):
-                user.erase()
+                erase_op(user)
 
 
 @register_pass(NAME, "Compute an elementwise producer read only by gathers (tensor.extract) inside its readers")
@@ -205,4 +205,4 @@ def fuse_gathered_producers(module: ir.Operation) -> None:
                 for read in _gathered_reads(producer.results[0]):
                     _inline_at(producer, read)
                 _erase_unread_reshapes(producer.results[0])
-                producer.erase()
+                erase_op(producer)

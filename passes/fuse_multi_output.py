@@ -23,7 +23,7 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import clone_body, entry_functions
+from mlirc.passes.ir_utils import clone_body, entry_functions, erase_op
 from mlirc.passes.linalg_utils import dps_inputs, indexing_maps
 from mlirc.passes.registry import register_pass
 
@@ -123,8 +123,8 @@ def _fuse(producer: ir.Operation, consumer: ir.Operation) -> None:
         linalg.YieldOp([produced[list(producer.results).index(r)] for r in kept] + consumed)
     for old, new in zip([*kept, *consumer.results], fused.results, strict=True):
         old.replace_all_uses_with(new)
-    consumer.erase()
-    producer.erase()
+    erase_op(consumer)
+    erase_op(producer)
 
 
 def _pairs(op: ir.Operation, maps: list[ir.AffineMap]) -> list[tuple[ir.Value, ir.AffineMap]]:

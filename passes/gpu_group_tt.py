@@ -20,7 +20,7 @@ from mlir.dialects import func
 from mlirc.dialects import tt
 from mlirc.dialects.attributes import GRID_ATTR, SIZE_ARGS_ATTR, STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
 from mlirc.passes.gpu_tiles import _fail
-from mlirc.passes.ir_utils import callee, declaration_of, nested_ops, remap_operands
+from mlirc.passes.ir_utils import callee, declaration_of, erase_op, nested_ops, remap_operands
 
 CMPI_SLT, CMPI_SGE = 2, 5
 I32_PROGRAMS = 2**31 - 1  # a grid's x extent
@@ -80,7 +80,7 @@ def _inline_member(member: ir.Operation, arguments: list[ir.Value], ids: list[ir
     for op in [inner for top in cloned for inner in [top, *nested_ops(top)]]:
         if op.name == "tt.get_program_id":
             op.results[0].replace_all_uses_with(ids[ir.IntegerAttr(op.attributes["axis"]).value])
-            op.erase()
+            erase_op(op)
 
 
 def _ttir_of(top: ir.Block, kernel: func.FuncOp) -> ir.Operation:
@@ -143,8 +143,8 @@ def lower_group(group: func.FuncOp, top: ir.Block) -> None:
     still_called = _called(top)
     for member in {m.sym_name.value: m for m in members}.values():  # a kernel the group calls twice: once
         if member.sym_name.value not in still_called:
-            _ttir_of(top, member).erase()
-            member.erase()
+            erase_op(_ttir_of(top, member))
+            erase_op(member)
 
 
 def _called(top: ir.Block) -> set[str]:
@@ -162,4 +162,4 @@ def _declare_group(group: func.FuncOp, programs: int, warps: int) -> None:
     decl.attributes[TTIR_ATTR] = ir.StringAttr.get(f"{group.sym_name.value}_ttir")
     decl.attributes[GRID_ATTR] = ir.DenseI64ArrayAttr.get([programs, 1, 1])
     decl.attributes[WARPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), warps)
-    group.erase()
+    erase_op(group)

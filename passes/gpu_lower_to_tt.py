@@ -54,7 +54,7 @@ from mlirc.passes.gpu_scatter_tt import ScatterPlan, emit_scatter, plan_scatter
 from mlirc.passes.gpu_sizes import KernelSizes, is_static
 from mlirc.passes.gpu_tile_plans import I32_LIMIT, Memory, TilePlan, plan_rows, plan_tiles, row_major
 from mlirc.passes.gpu_tiles import PASS, Tiled, TileEmitter, _fail, scalar_constant
-from mlirc.passes.ir_utils import declaration_of
+from mlirc.passes.ir_utils import declaration_of, erase_op
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, RESHAPES, VIEWS, is_fill, scatter_of
 from mlirc.passes.registry import register_pass
 
@@ -293,7 +293,7 @@ def _declare(kernel: func.FuncOp, plan: TilePlan | ScatterPlan, module_name: str
     decl.attributes[WARPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), plan.num_warps)
     if isinstance(plan, MatmulPlan):
         decl.attributes[STAGES_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), plan.num_stages)
-    kernel.erase()
+    erase_op(kernel)
 
 
 def _is_generated_kernel(op: ir.OpView) -> bool:

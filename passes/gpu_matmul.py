@@ -30,7 +30,7 @@ from mlir.dialects import func
 
 from mlirc.dialects.attributes import TILE_ATTR
 from mlirc.errors import PipelineError
-from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions, fuse_calls
+from mlirc.passes.ir_utils import callee, entry_functions, erase_op, erase_uncalled_kernels, functions, fuse_calls
 from mlirc.passes.linalg_utils import KERNEL_PLUMBING, VIEWS, is_fill, loop_ranges
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
@@ -135,7 +135,7 @@ class Planner:
                 gemm.operands[i] = view.results[0]
                 views.append(view.operation)
                 if not any(True for _ in producer.results[0].uses):
-                    producer.erase()
+                    erase_op(producer)
         return [*views, gemm, *([epilogue] if epilogue is not None else [])]
 
 

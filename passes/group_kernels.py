@@ -45,7 +45,7 @@ from mlirc.dialects.attributes import (
     ROWS_ATTR,
     TILE_ATTR,
 )
-from mlirc.passes.ir_utils import callee, entry_functions, functions
+from mlirc.passes.ir_utils import callee, entry_functions, erase_op, functions
 from mlirc.passes.linalg_utils import RESHAPES
 from mlirc.passes.registry import register_pass
 
@@ -162,7 +162,7 @@ def make_group(run: _Run, name: str, anchor: func.FuncOp) -> func.FuncOp:
     for old, new in zip(outputs, call.results, strict=True):
         old.replace_all_uses_with(new)
     for c in reversed(calls):
-        c.erase()
+        erase_op(c)
     previous = call
     for view in run.views:
         view.move_after(previous)

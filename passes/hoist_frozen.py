@@ -37,7 +37,7 @@ from mlirc.dialects.attributes import (
     PREPARE_ATTR,
     PREPARED_ATTR,
 )
-from mlirc.passes.ir_utils import callee, functions
+from mlirc.passes.ir_utils import callee, erase_op, functions
 from mlirc.passes.registry import register_pass
 
 VIEW_OPS = frozenset({"tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice"})
@@ -127,7 +127,7 @@ def _outline(entry: func.FuncOp, hoisted: list[ir.Operation], frozen_args: list)
         value.replace_all_uses_with(arg)
     for op in reversed(hoisted):
         if all(not list(r.uses) for r in op.results):
-            op.erase()
+            erase_op(op)
     function_type = ir.FunctionType(entry.attributes["function_type"].value)
     entry.attributes["function_type"] = ir.TypeAttr.get(
         ir.FunctionType.get([a.type for a in entry_block.arguments], function_type.results)

@@ -18,6 +18,18 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return None if isinstance(owner, ir.Block) else owner.operation
 
 
+def erase_op(op: ir.Operation | ir.OpView) -> None:
+    """`op.erase()`, refused while a result of `op` is still read.  MLIR ends the process
+    on erasing an op in use ("operation destroyed but still has uses"); raised here, a
+    pass's bug fails its pass instead (a diagnostic, and the region runs eagerly)."""
+    operation = op.operation
+    for index, result in enumerate(operation.results):
+        readers = [use.owner.name for use in result.uses]
+        if readers:
+            raise RuntimeError(f"erasing {operation.name} while its result #{index} is read by {', '.join(readers)}")
+    operation.erase()
+
+
 def constant_index(value: ir.Value) -> int | None:
     """The value of an integer `arith.constant`, else None."""
     owner = defining_op(value)
@@ -153,7 +165,7 @@ def fuse_calls(group: list[ir.Operation], kernels: dict[str, func.FuncOp], name:
     for old, new in zip(outputs, call.results, strict=True):
         old.replace_all_uses_with(new)
     for member in reversed(group):
-        member.erase()
+        erase_op(member)
     return fused
 
 
@@ -178,7 +190,7 @@ def erase_uncalled_kernels(top: ir.Block, kernels: dict[str, func.FuncOp]) -> No
                     called.add(callee(inner.operation))
     for name, kernel in kernels.items():
         if name not in called and KERNEL_ATTR in kernel.attributes:
-            kernel.erase()
+            erase_op(kernel)
 
 
 def run_transform(module: ir.Operation, lines: list[str]) -> None:
@@ -200,7 +212,7 @@ def run_transform(module: ir.Operation, lines: list[str]) -> None:
     try:
         passmanager.PassManager.parse("builtin.module(transform-interpreter)").run(module)
     finally:
-        transform_module.erase()
+        erase_op(transform_module)
 
 
 def clone_body(

@@ -16,6 +16,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
 from mlirc.dialects import dims, shapes
+from mlirc.passes.ir_utils import erase_op
 
 PARALLEL = "parallel"
 REDUCTION = "reduction"
@@ -110,7 +111,7 @@ def generic(
     read = [i for i, arg in enumerate(list(block.arguments)[len(inputs) :]) if list(arg.uses)]
     if not read or REDUCTION in iterators:
         return list(op.results)
-    op.operation.erase()
+    erase_op(op.operation)
     moved = [inits[i] for i in read]
     fresh = [empty(dims_of(v), shapes.elem_of(v)) for v in inits]
     arity = len(inputs) + len(moved)

@@ -26,7 +26,7 @@ from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
 from mlirc.errors import MlircError, StaticSizesNeeded, UnsupportedOpError
 from mlirc.passes import linalg_emit as le
 from mlirc.passes import lower_to_linalg_structured  # noqa: F401  (registers reductions, matmul, conv, pool)
-from mlirc.passes.ir_utils import defer, is_deferred, resume_deferred
+from mlirc.passes.ir_utils import defer, erase_op, is_deferred, resume_deferred
 from mlirc.passes.linalg_emit import PATTERNS, MlircOp, pattern
 from mlirc.passes.registry import register_pass
 from mlirc.passes.scalar_math import const, convert_scalar, scalar_body
@@ -329,4 +329,4 @@ def lower_to_linalg(module: ir.Operation) -> None:
                 err.location = getattr(err, "location", None) or op.location  # the diagnostic points at the op
                 raise
             op.results[0].replace_all_uses_with(new)
-            op.erase()
+            erase_op(op)

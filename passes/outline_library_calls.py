@@ -39,7 +39,7 @@ from mlir.dialects import func
 from mlirc.dialects import shapes
 from mlirc.dialects.attributes import ADDMM_BIAS_ATTR, KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
 from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes.ir_utils import entry_functions
+from mlirc.passes.ir_utils import entry_functions, erase_op
 from mlirc.passes.registry import register_pass
 
 LIBRARY_TYPES = (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)
@@ -133,8 +133,8 @@ def _outline(entry: func.FuncOp, op: ir.Operation, name: str, bias_add: ir.Opera
     for old, new in zip(last.results, call.results, strict=True):
         old.replace_all_uses_with(new)
     if bias_add is not None:
-        bias_add.erase()
-    op.erase()
+        erase_op(bias_add)
+    erase_op(op)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, tensor
 
-from mlirc.passes.ir_utils import constant_index, defining_op, entry_block_argument, nested_ops
+from mlirc.passes.ir_utils import constant_index, defining_op, entry_block_argument, erase_op, nested_ops
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-resolve-call-dims"
@@ -115,7 +115,7 @@ def _resolve(dim_op: ir.Operation) -> None:
             argument, dim = found
             size = tensor.dim(call.operands[argument], arith.ConstantOp(ir.IndexType.get(), dim).result)
     dim_op.results[0].replace_all_uses_with(size)
-    dim_op.erase()
+    erase_op(dim_op)
 
 
 @register_pass(NAME, "Read a call result's `?` sizes off the call's operands, as its callee computes them")

@@ -13,7 +13,7 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.passes.ir_utils import defer, nested_ops, resume_deferred
+from mlirc.passes.ir_utils import defer, erase_op, nested_ops, resume_deferred
 from mlirc.passes.linalg_emit import reassociation
 from mlirc.passes.registry import register_pass
 
@@ -134,9 +134,9 @@ def slice_broadcasts(module: ir.Operation) -> None:
                 with ir.InsertionPoint(op), op.location:
                     value = rewrite(op, broadcast)
                 op.results[0].replace_all_uses_with(value)
-                op.erase()
+                erase_op(op)
                 if not list(broadcast.results[0].uses):
-                    broadcast.erase()
+                    erase_op(broadcast)
                 changed = True
                 break
             if changed:

@@ -40,7 +40,7 @@ from mlirc.dialects import shapes
 from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.errors import VerificationError
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import nested_ops
+from mlirc.passes.ir_utils import erase_op, nested_ops
 from mlirc.passes.linalg_utils import indexing_maps, loop_ranges
 from mlirc.passes.registry import register_pass
 from mlirc.passes.split_reductions import LIMITS, Limits
@@ -182,7 +182,7 @@ def split(generic: ir.Operation, limits: Limits) -> list[ir.Operation]:
         partial, kept = _partial_sums(generic, ranges, order, outer)
         total = _total(partial, kept, outer, generic)
     generic.results[0].replace_all_uses_with(total)
-    generic.erase()
+    erase_op(generic)
     return [partial.owner, total.owner]
 
 

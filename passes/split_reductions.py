@@ -41,7 +41,7 @@ from mlirc.dialects import builders as b
 from mlirc.dialects import dims as size_of
 from mlirc.dialects import shapes
 from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes.ir_utils import defer, nested_ops, resume_deferred
+from mlirc.passes.ir_utils import defer, erase_op, nested_ops, resume_deferred
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-split-reductions"
@@ -303,4 +303,4 @@ def split_reductions(module: ir.Operation, options: SplitReductionsOptions) -> N
         with ir.InsertionPoint(op), op.location:
             total = _cascade(op, limits)
         op.results[0].replace_all_uses_with(total)
-        op.erase()
+        erase_op(op)

@@ -40,7 +40,7 @@ from mlir.dialects import linalg, tensor
 from mlirc.dialects.dims import Dim, index_constant
 from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import clone_body, constant_index, defining_op, nested_ops
+from mlirc.passes.ir_utils import clone_body, constant_index, defining_op, erase_op, nested_ops
 from mlirc.passes.linalg_utils import all_parallel, indexing_maps
 from mlirc.passes.registry import register_pass
 
@@ -177,8 +177,8 @@ def _split(generic: ir.Operation, slices: list[ir.Operation]) -> None:
             with ir.InsertionPoint(block):
                 linalg.YieldOp(yielded)
         slice_op.results[0].replace_all_uses_with(part.results[0])
-        slice_op.erase()
-    generic.erase()
+        erase_op(slice_op)
+    erase_op(generic)
 
 
 def _move_above_expand(slice_op: ir.Operation) -> bool:
@@ -224,7 +224,7 @@ def _move_above_expand(slice_op: ir.Operation) -> bool:
             [ir.ShapedType.get_dynamic_size() if isinstance(d, ir.Value) else d for d in new_shape],
         ).result  # fmt: skip
     slice_op.results[0].replace_all_uses_with(moved)
-    slice_op.erase()
+    erase_op(slice_op)
     _drop_if_unread(expand, out_shape)
     return True
 
@@ -239,8 +239,8 @@ def _drop_if_unread(expand: ir.Operation, out_shape: list[Dim]) -> None:
         with ir.InsertionPoint(dim_op), dim_op.location:
             size = out_shape[constant_index(dim_op.operands[1])]
             dim_op.results[0].replace_all_uses_with(size if isinstance(size, ir.Value) else index_constant(size))
-        dim_op.erase()
-    expand.erase()
+        erase_op(dim_op)
+    erase_op(expand)
 
 
 def _split_round(module: ir.Operation) -> bool:

@@ -14,6 +14,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects.attributes import ENTRY_ATTR, KERNEL_ATTR, LIBRARY_ATTR, PERM_ATTR
+from mlirc.passes.ir_utils import erase_op
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
 
@@ -82,7 +83,7 @@ def _hoist_reshape(kernel: func.FuncOp, reshape: ir.Operation, calls: list[ir.Op
     arg = kernel.entry_block.arguments[0]
     arg.set_type(reshape.results[0].type)
     reshape.results[0].replace_all_uses_with(arg)
-    reshape.erase()
+    erase_op(reshape)
     results = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value).results
     kernel.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([arg.type], results))
 
