@@ -24,12 +24,18 @@ PLUMBING = frozenset({"arith.constant", "tensor.dim", "tensor.empty", "linalg.fi
 
 
 def transpose_perm(kernel: func.FuncOp) -> list[int] | None:
-    """The permutation when `kernel` is a pure transpose of its one argument."""
+    """The permutation when `kernel` is a pure transpose of its first argument, the
+    operand every caller of a "permute" kernel views (the host wrapper, hoist-frozen,
+    gpu-matmul).  A kernel on `?` dims may take other arguments for its sizes alone:
+    where form-kernels made one of those the first (a weight gradient's `x.t()` whose
+    batch size CSE took from another input), the view would have permuted that input
+    instead, so such a kernel stays a copy."""
     ops = [op.operation for op in kernel.entry_block.operations]
     generics = [op for op in ops if op.name == "linalg.generic"]
     if len(generics) != 1 or any(op.name not in PLUMBING for op in ops if op is not generics[0]):
         return None
-    if generics[0].operands[0] not in list(kernel.entry_block.arguments):
+    arguments = list(kernel.entry_block.arguments)
+    if not arguments or generics[0].operands[0] != arguments[0]:
         return None
     return generic_perm(generics[0])
 

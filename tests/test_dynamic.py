@@ -3,6 +3,8 @@ not run eagerly, at every size it is called with (frontend/dynamic.py)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import sympy
 import torch
@@ -65,6 +67,25 @@ def test_odd_last_batch_of_an_epoch():
         for b in [32, 32, 32, 5]:
             x = torch.randn(b, 3, 12, 11)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    assert_compiled_everything()
+
+
+@pytest.mark.parametrize("middle", ["linear", "layer_norm"])
+def test_training_at_a_second_batch_size(middle):
+    """The second batch size makes the backward symbolic.  Its weight gradient
+    transposes the activations ([s, 32] -> [32, s]) for the GEMM; that transpose was
+    taken for a view of the loss gradient, whose batch size it read: [4, 20] or
+    [1, 20] came back for a [32, 20] gradient (mlirc-transpose-views)."""
+    torch.manual_seed(0)
+    second, width = (torch.nn.Linear(32, 4), 4) if middle == "linear" else (torch.nn.LayerNorm(32), 32)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 32), second)
+    compiled = torch.compile(copy.deepcopy(model), backend="mlirc")
+    for b in [8, 5, 1, 13]:
+        x, y = torch.randn(b, 20), torch.randn(b, width)
+        F.mse_loss(model(x), y).backward()
+        F.mse_loss(compiled(x), y).backward()
+        for expected, actual in zip(model.parameters(), compiled.parameters(), strict=True):
+            torch.testing.assert_close(actual.grad, expected.grad, rtol=1e-4, atol=1e-5)
     assert_compiled_everything()
 
 

@@ -129,3 +129,34 @@ func.func @weight_gradient(%x: tensor<3x4x8xf32>, %g: tensor<12x5xf32>) -> tenso
   %w = call @mm_reshaped(%t, %g) : (tensor<8x12xf32>, tensor<12x5xf32>) -> tensor<8x5xf32>
   return %w : tensor<8x5xf32>
 }
+
+// Its size taken off another argument, placed first (form-kernels after CSE: a weight
+// gradient's activations transposed, the batch size read from the loss gradient): a
+// "permute" view is of the call's first operand, which is not what it transposes, so
+// it stays a kernel.  As a view it had returned [4, s] for a [32, 20] weight gradient.
+// CHECK-LABEL: func.func @kernel_sized_by_another
+// CHECK-NOT: mlirc.perm
+func.func @kernel_sized_by_another(%g: tensor<?x4xf32>, %h: tensor<?x32xf32>) -> tensor<32x?xf32> attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %g, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%n) : tensor<32x?xf32>
+  %t = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]} ins(%h : tensor<?x32xf32>) outs(%e : tensor<32x?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<32x?xf32>
+  return %t : tensor<32x?xf32>
+}
+
+func.func @library_2(%a: tensor<32x?xf32>, %b: tensor<?x20xf32>) -> tensor<32x20xf32> attributes {mlirc.kernel, mlirc.library = "mm", mlirc.library_args = {}} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x20xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<32x20xf32>) -> tensor<32x20xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<32x?xf32>, tensor<?x20xf32>) outs(%f : tensor<32x20xf32>) -> tensor<32x20xf32>
+  return %c : tensor<32x20xf32>
+}
+
+func.func @sized_by_another(%g: tensor<?x4xf32>, %h: tensor<?x32xf32>, %x: tensor<?x20xf32>) -> tensor<32x20xf32> attributes {mlirc.entry} {
+  %ht = call @kernel_sized_by_another(%g, %h) : (tensor<?x4xf32>, tensor<?x32xf32>) -> tensor<32x?xf32>
+  %w = call @library_2(%ht, %x) : (tensor<32x?xf32>, tensor<?x20xf32>) -> tensor<32x20xf32>
+  return %w : tensor<32x20xf32>
+}
