@@ -62,16 +62,12 @@ def test_erasing_an_op_still_read_fails_its_pass_not_the_process(monkeypatch):
     through ir_utils.erase_op, which raises instead: the region runs eagerly, with a
     warning naming the pass.  The bug replayed: fuse-gathered-producers erasing a
     transpose that an unread reshape still used (before 32c4be0 the process died)."""
+    from test_fuzz import REGRESSIONS
+
     from mlirc.passes import fuse_gathered_producers
 
     monkeypatch.setattr(fuse_gathered_producers, "_erase_unread_reshapes", lambda value: None)
-
-    def cat_then_fmod(x, y):
-        doubled = torch.cat([x, x], 0)
-        return torch.fmod(y, x.flatten(0)), doubled
-
-    x = torch.arange(1, 31, dtype=torch.int32).reshape(2, 3, 5).permute(2, 1, 0)
-    y = torch.randint(-99, 99, (30,))
+    cat_then_fmod, (x, y) = REGRESSIONS["cat_then_fmod_of_a_transposed_input"]
     with pytest.warns(UserWarning, match="mlirc-recompute-cheap-producers.*erasing linalg.generic"):
         stats = compile_and_compare(cat_then_fmod, x, y, expect_no_fallback=False)
     assert stats.failed_regions == 1
