@@ -23,8 +23,9 @@ from mlirc.passes.ir_utils import callee, functions
 from mlirc.passes.linalg_utils import RESHAPES, through_reshapes
 
 _ALLOWED = frozenset(
-    {"arith.constant", "tensor.expand_shape", "tensor.collapse_shape", "tensor.empty", "linalg.generic", "func.return"}
-)
+    {"arith.constant", "tensor.expand_shape", "tensor.collapse_shape", "tensor.empty", "linalg.fill", "linalg.generic",
+     "func.return"}
+)  # fmt: skip
 
 
 def in_place_operands(kernel: func.FuncOp) -> dict[int, list[int]]:
@@ -34,44 +35,69 @@ def in_place_operands(kernel: func.FuncOp) -> dict[int, list[int]]:
     if GROUP_ATTR in kernel.attributes:
         return _group_in_place(kernel)
     body = [op.operation for op in kernel.entry_block.operations]
-    generics = [op for op in body if op.name == "linalg.generic"]
-    if len(generics) != 1 or any(op.name not in _ALLOWED for op in body):
-        return {}
-    generic = generics[0]
-    if any(not str(it).endswith("<parallel>") for it in ir.ArrayAttr(generic.attributes["iterator_types"])):
-        return {}
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
-    outputs = len(generic.results)
-    out_map = maps[-1]
-    if not out_map.is_permutation or any(m != out_map for m in maps[len(maps) - outputs :]):
+    if any(op.name not in _ALLOWED for op in body):
         return {}
     args = list(kernel.entry_block.arguments)
-    readable = []
-    for operand, amap in zip(list(generic.operands)[: len(generic.operands) - outputs], maps, strict=False):
-        source = through_reshapes(operand)
-        if source in args and amap == out_map and _read_in_place(source, generic, maps, out_map):
-            readable.append((args.index(source), operand.type))
     found: dict[int, list[int]] = {}
     for k, returned in enumerate(body[-1].operands):
         result = through_reshapes(returned)
-        if result.owner != generic:
+        writer = None if isinstance(result.owner, ir.Block) else result.owner.operation
+        if writer is None or writer.name != "linalg.generic":
             continue
+        readable = _readable(writer, args, set(body[: body.index(writer)]))
         matches = sorted({i for i, t in readable if t == result.type})
         if matches:
             found[k] = matches
     return found
 
 
-def _read_in_place(value: ir.Value, generic: ir.Operation, maps: list, out_map: ir.AffineMap) -> bool:
+def _readable(generic: ir.Operation, args: list, before: set) -> list[tuple[int, ir.Type]]:
+    """The arguments `generic` may write its results over, with their types: those it
+    reads at exactly the element it writes and that nothing after it reads (`before`:
+    the ops that ran first, a merged kernel's earlier members,
+    mlirc-cpu-merge-small-kernels).  Behind other ops its inits must be its own (_fresh)."""
+    if any(not str(it).endswith("<parallel>") for it in ir.ArrayAttr(generic.attributes["iterator_types"])):
+        return []
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    outputs = len(generic.results)
+    out_map = maps[-1]
+    if not out_map.is_permutation or any(m != out_map for m in maps[len(maps) - outputs :]):
+        return []
+    inits = list(generic.operands)[len(generic.operands) - outputs :]
+    if before and not all(_fresh(v, generic) for v in inits):
+        return []
+    readable = []
+    for operand, amap in zip(list(generic.operands)[: len(generic.operands) - outputs], maps, strict=False):
+        source = through_reshapes(operand)
+        if source in args and amap == out_map and _read_in_place(source, generic, maps, out_map, before):
+            readable.append((args.index(source), operand.type))
+    return readable
+
+
+def _fresh(init: ir.Value, generic: ir.Operation) -> bool:
+    """Is `init` a tensor.empty that only `generic` writes?  One-shot bufferization
+    puts a generic's result in its init's buffer: an empty shared with an earlier op
+    (CSE merges equal ones) may hold that op's values -- written over the argument,
+    before the generic has read it."""
+    owner = init.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "tensor.empty":
+        return False
+    return all((u.owner.operation if hasattr(u.owner, "operation") else u.owner) == generic for u in init.uses)
+
+
+def _read_in_place(value: ir.Value, generic: ir.Operation, maps: list, out_map: ir.AffineMap, before: set) -> bool:
     """Is every read of `value` (through reshapes) a generic operand at the element
-    written?  A read elsewhere -- a gather's tensor.extract in the body (a flip) --
-    would see elements the kernel has already overwritten."""
+    written, or by an op that ran before?  A read elsewhere -- a gather's
+    tensor.extract in the body (a flip), a later op -- would see elements the kernel
+    has already overwritten."""
     inputs = len(generic.operands) - len(generic.results)
     for use in value.uses:
         user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
         if user.name in RESHAPES:
-            if not _read_in_place(user.results[0], generic, maps, out_map):
+            if not _read_in_place(user.results[0], generic, maps, out_map, before):
                 return False
+        elif user in before:
+            continue
         elif user != generic or use.operand_number >= inputs or maps[use.operand_number] != out_map:
             return False
     return True

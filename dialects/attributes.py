@@ -41,6 +41,9 @@ DEFERRED_ATTR = "mlirc.deferred"
 
 # --- CPU schedule (mlirc-cpu-vectorize, mlirc-cpu-parallelize)
 SCHEDULE_ATTR = "mlirc.schedule"  # an op's plan, while the transform script runs
+# On a merged kernel's tensor.empty (mlirc-cpu-merge-small-kernels): its own buffer, which
+# CSE must not share with another member's (backends/in_place.py relies on it)
+FRESH_ATTR = "mlirc.fresh"
 SPLIT_ATTR = "mlirc.split_reduction"  # a split reduction's partial-sum loop
 TAIL_ATTR = "mlirc.masked_tail"  # a peeled last trip of run-time size, vectorized with masks
 # A kernel's copy made by mlirc-bind-sizes for a second caller: the kernel it copies

@@ -32,6 +32,7 @@ from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
 from mlirc.frontend.stats import stats
 from mlirc.passes import bind_sizes
+from mlirc.passes.cpu_merge_small_kernels import CpuMergeSmallKernelsOptions
 from mlirc.passes.cpu_parallelize import CpuParallelizeOptions
 from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
 from mlirc.passes.gpu_matmul import GpuMatmulOptions
@@ -72,6 +73,7 @@ def pass_options() -> PassOptions:
         "mlirc-outline-library-calls": OutlineLibraryCallsOptions(library_gemm=config.library_gemm),
         "mlirc-cpu-vectorize": CpuVectorizeOptions(vector_bytes=config.vector_bytes, vectorize=config.vectorize),
         "mlirc-cpu-parallelize": CpuParallelizeOptions(parallel_min_kib=config.parallel_min_kib),
+        "mlirc-cpu-merge-small-kernels": CpuMergeSmallKernelsOptions(max_kib=config.merge_kib),
         "mlirc-gpu-matmul": GpuMatmulOptions(mode=config.gpu_gemm, tile=config.gpu_gemm_tile),
     }
 

@@ -133,9 +133,10 @@ def callee(call: ir.Operation) -> str:
 
 
 def fuse_calls(group: list[ir.Operation], kernels: dict[str, func.FuncOp], name: str) -> func.FuncOp:
-    """Inline the kernels of `group` (calls in program order) into one kernel `name`,
-    called where the last member was.  Its arguments are the values the group reads
-    from outside; its results, the members' results that someone outside reads."""
+    """Inline the kernels of `group` (calls in program order, the first a call) into
+    one kernel `name`, called where the last member was.  Its arguments are the values
+    the group reads from outside; its results, the members' results that someone
+    outside reads.  A member that is not a call (a reshape) is cloned into the body."""
     members = set(group)
     produced = {r for m in group for r in m.results}
     inputs = list(dict.fromkeys(v for m in group for v in m.operands if v not in produced))
@@ -147,6 +148,11 @@ def fuse_calls(group: list[ir.Operation], kernels: dict[str, func.FuncOp], name:
     block = fused.add_entry_block()
     value_of = dict(zip(inputs, block.arguments, strict=True))
     for call in group:
+        if call.name != "func.call":
+            clone = call.clone(ir.InsertionPoint(block))
+            remap_operands(clone, value_of)
+            value_of.update(zip(call.results, clone.results, strict=True))
+            continue
         kernel = kernels[callee(call)]
         mapping = {arg: value_of[v] for arg, v in zip(kernel.entry_block.arguments, call.operands, strict=True)}
         for op in kernel.entry_block.operations:

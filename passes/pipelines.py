@@ -24,6 +24,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_isolate_frozen,
     cpu_lower_scatters,
     cpu_masked_reductions,
+    cpu_merge_small_kernels,
     cpu_omp_dispatch,
     cpu_parallelize,
     cpu_size_args,
@@ -93,7 +94,9 @@ KERNELS = [
 ]
 # Host-side: it regroups the entry's calls, so it runs before the kernels are split off;
 # work on parameters alone moves out first, so that no row group mixes it with the rest.
-CPU_FUSION = ["mlirc-hoist-frozen", "mlirc-cpu-fuse-rows", "canonicalize", "cse"]
+# Then runs of small kernels (a batch norm's statistics, an optimizer's biases) become
+# one kernel each: a host call apiece cost more than their work.
+CPU_FUSION = ["mlirc-hoist-frozen", "mlirc-cpu-fuse-rows", "mlirc-cpu-merge-small-kernels", "canonicalize", "cse"]
 CPU_BUFFERIZE = [
     # A row loop's last member writes straight into the output's row, not a temporary.
     "eliminate-empty-tensors",

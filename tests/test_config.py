@@ -20,6 +20,7 @@ BAD = {
     "gpu_gemm_tile": "128,128,64",
     "cpu_gemm": "mkl",
     "parallel_min_kib": "-2",
+    "merge_kib": "64k",
     "llvm_opt": "4",
     "scratch_mb": "lots",
 }
@@ -29,6 +30,7 @@ GOOD = {
     "vector_bytes": ("32", 32),
     "gpu_gemm_tile": ("128,64,32,4,3", (128, 64, 32, 4, 3)),
     "parallel_min_kib": ("-1", -1),
+    "merge_kib": ("-1", -1),
     "scratch_mb": ("0", 0),
     "dump_dir": ("/tmp/x", "/tmp/x"),
 }

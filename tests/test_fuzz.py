@@ -139,6 +139,9 @@ REGRESSIONS = {
         _cat_then_fmod,
         (torch.arange(30, dtype=torch.int32).reshape(2, 3, 5).permute(2, 1, 0), torch.randint(-99, 99, (30,))),
     ),
+    # a 0-D bool's logical_not, returned and reduced: merged with the copy of its result
+    # into one kernel (mlirc-cpu-merge-small-kernels), MLIR crashed (20261123000168)
+    "logical_not_returned_and_reduced": (lambda x: (torch.logical_not(x).any(), torch.logical_not(x)), (T(False),)),
 }
 
 
