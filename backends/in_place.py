@@ -10,7 +10,9 @@ kernels loop in NCHW order over NHWC buffers) -- with the result's element type.
 generic with several results (mlirc-fuse-multi-output) writes them all at that
 element, so each may take over an argument of its own type.  A group's member
 (mlirc-group-kernels) may, where no other member reads that argument: the members
-run at once.
+run at once.  In a kernel of several generics run in order (a merged kernel,
+mlirc-cpu-merge-small-kernels) one may take over an argument that only earlier ones
+read, where its init is a tensor.empty of its own.
 """
 
 from __future__ import annotations

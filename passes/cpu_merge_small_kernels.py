@@ -13,18 +13,18 @@ remained of the step.
 Here a run of calls to small kernels -- dependent or not -- is inlined into one
 kernel (ir_utils.fuse_calls), called where the run's last member was: the members
 run one after another in their order, in one call, and what they pass each other
-becomes the merged kernel's own temporaries (on its stack: bufferization promotes
-buffers up to 64 KiB) instead of host buffers.  Small means a footprint (operands and
+becomes the merged kernel's own temporaries (allocated inside it, 1-D ones on its
+stack) instead of the host's buffers.  Small means a footprint (operands and
 results) of at most `max-kib`: such a kernel runs on one thread anyway
 (mlirc-cpu-parallelize splits only kernels that move at least its `parallel_min_kib`,
 128 by default, and never a kernel with several loop nests), so merging loses no
 parallelism, and a member's intermediates stay small.
 
 What joins a run: a call of a generated kernel of static sizes that computes (not a
-library call, an in-place scatter, a GPU group, a kernel compiled for every size, or
-one that only copies: _copies).  Ops between
-members that read no member's result stay where they are (the merged call moves
-after them, as the last member's place); an op that reads one ends the run -- but a
+library call, an in-place scatter, a GPU group, a kernel compiled for every size, one
+that only copies, or a contraction: _copies, _contracts).  Ops between members that
+read no member's result stay where they are (the merged call moves after them, to
+the last member's place); an op that reads one ends the run -- but a
 reshape, which joins the run as a view inside the merged kernel, so that a member
 may read another's result reshaped.  A run also ends before it would take more than
 `max-arguments` buffers.
