@@ -22,7 +22,7 @@ from mlir.dialects import func
 
 from mlirc.dialects.attributes import GROUP_ATTR
 from mlirc.passes.ir_utils import callee, functions
-from mlirc.passes.linalg_utils import RESHAPES, through_reshapes
+from mlirc.passes.linalg_utils import RESHAPES, all_parallel, dps_inputs, indexing_maps, through_reshapes
 
 _ALLOWED = frozenset(
     {"arith.constant", "tensor.expand_shape", "tensor.collapse_shape", "tensor.empty", "linalg.fill", "linalg.generic",
@@ -58,9 +58,9 @@ def _readable(generic: ir.Operation, args: list, before: set) -> list[tuple[int,
     reads at exactly the element it writes and that nothing after it reads (`before`:
     the ops that ran first, a merged kernel's earlier members,
     mlirc-cpu-merge-small-kernels).  Behind other ops its inits must be its own (_fresh)."""
-    if any(not str(it).endswith("<parallel>") for it in ir.ArrayAttr(generic.attributes["iterator_types"])):
+    if not all_parallel(generic):
         return []
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    maps = indexing_maps(generic)
     outputs = len(generic.results)
     out_map = maps[-1]
     if not out_map.is_permutation or any(m != out_map for m in maps[len(maps) - outputs :]):
@@ -69,7 +69,7 @@ def _readable(generic: ir.Operation, args: list, before: set) -> list[tuple[int,
     if before and not all(_fresh(v, generic) for v in inits):
         return []
     readable = []
-    for operand, amap in zip(list(generic.operands)[: len(generic.operands) - outputs], maps, strict=False):
+    for operand, amap in zip(dps_inputs(generic), maps, strict=False):
         source = through_reshapes(operand)
         if source in args and amap == out_map and _read_in_place(source, generic, maps, out_map, before):
             readable.append((args.index(source), operand.type))

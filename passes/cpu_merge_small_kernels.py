@@ -41,7 +41,7 @@ from mlir.dialects import func
 
 from mlirc.dialects.attributes import FRESH_ATTR, GROUP_ATTR, IN_PLACE_ATTR, KERNEL_ATTR, LIBRARY_ATTR, ORIGIN_ATTR
 from mlirc.passes.ir_utils import callee, entry_functions, erase_uncalled_kernels, functions, fuse_calls
-from mlirc.passes.linalg_utils import RESHAPES, elem_bytes
+from mlirc.passes.linalg_utils import RESHAPES, dps_inputs, elem_bytes, indexing_maps
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-cpu-merge-small-kernels"
@@ -85,8 +85,9 @@ def _contracts(kernel: func.FuncOp) -> bool:
         if op.name != "linalg.generic":
             continue
         iterators = [str(it).endswith("<reduction>") for it in ir.ArrayAttr(op.attributes["iterator_types"])]
-        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])][: -len(op.results)]
         reduced = {f"d{d}" for d, r in enumerate(iterators) if r}
+        # the dims a map's results name, compound ones (a window's d0 + d2) included
+        maps = indexing_maps(op)[: len(dps_inputs(op))]
         walkers = [m for m in maps if reduced & set(re.findall(r"d\d+", str(m).split("->")[1]))]
         if len(walkers) > 1:
             return True

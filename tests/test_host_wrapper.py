@@ -235,14 +235,17 @@ _SCALE = """%f = tensor.empty() : tensor<4x8xf32>
   } -> tensor<4x8xf32>"""
 
 
+def _in_place_of(text: str) -> dict[int, list[int]]:
+    """backends/in_place.py's answer for the one kernel in `text`."""
+    with make_context():
+        module = ir.Module.parse(text)
+        return in_place_operands(next(op for op in module.body.operations if isinstance(op, func.FuncOp)))
+
+
 @pytest.mark.parametrize("sum_first", [True, False])
 def test_a_merged_kernels_member_writes_over_what_only_earlier_members_read(sum_first):
     first, second = (_SUM, _SCALE) if sum_first else (_SCALE, _SUM)
-    text = MERGED.replace("%SUM", first).replace("%SCALE", second)
-    with make_context():
-        module = ir.Module.parse(text)
-        kernel = next(op for op in module.body.operations if isinstance(op, func.FuncOp))
-        assert in_place_operands(kernel) == ({1: [0]} if sum_first else {})
+    assert _in_place_of(MERGED.replace("%SUM", first).replace("%SCALE", second)) == ({1: [0]} if sum_first else {})
 
 
 SHARED_INIT = """
@@ -271,11 +274,8 @@ def test_a_merged_kernels_member_writes_over_nothing_from_a_shared_init(shared):
     """Were the scale's init the earlier member's (CSE merges equal tensor.empty ops),
     bufferization could write both into one buffer: the earlier member's values would
     land on the argument the scale reads, before it reads it."""
-    text = SHARED_INIT.replace("%SHARED", "%e" if shared else "%f")
-    with make_context():
-        module = ir.Module.parse(text)
-        kernel = next(op for op in module.body.operations if isinstance(op, func.FuncOp))
-        assert in_place_operands(kernel) == ({} if shared else {0: [1], 1: [0]})
+    expected = {} if shared else {0: [1], 1: [0]}
+    assert _in_place_of(SHARED_INIT.replace("%SHARED", "%e" if shared else "%f")) == expected
 
 
 @pytest.mark.parametrize("sum_first", [True, False])
