@@ -49,6 +49,11 @@ import mlirc  # noqa: E402
 
 BACKENDS = ("eager", "inductor", "mlirc")
 ROUNDS = 9
+# Each Trainer compiles its optimizer's `step`: one frame (torch/optim/optimizer.py's
+# wrapper) for every optimizer object, guarded on its id.  Past Dynamo's recompile
+# limit (8 by default) a later trainer's step would silently run eagerly: train_ab.py
+# builds 3 + values trainers per case, and its BERT rows once timed an eager AdamW.
+torch._dynamo.config.recompile_limit = 256
 VOCAB, SEQ, DIM = 1000, 64, 256
 
 
