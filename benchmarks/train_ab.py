@@ -1,11 +1,12 @@
 """A/B of one mlirc setting on training steps: eager, Inductor and mlirc at each value,
 interleaved in one process.
 
-    python benchmarks/train_ab.py merge_kib=-1,64 [--cases resnet,gpt2] [--rounds 15]
+    python benchmarks/train_ab.py merge_kib=-1,64 [--cases resnet,gpt2] [--rounds 15] [--phases]
 
 Step times on a shared host drift by tens of percent within minutes, so settings are
 compared in one process, each round running every trainer in turn (the order reversed
-every other round), medians over rounds of 3 steps.  Each mlirc trainer is compiled
+every other round), medians of steps timed in rounds of 3 (`--phases`: of each
+phase too -- forward, backward, optimizer step).  Each mlirc trainer is compiled
 while `config.<setting>` holds its value, and Dynamo is never reset between trainers:
 a reset drops every compiled frame, and the earlier trainers would recompile under
 the last value (an A/B of `parallel_min_kib` once compared one setting with itself).
@@ -18,7 +19,6 @@ import argparse
 import math
 import statistics
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -45,16 +45,15 @@ def trainers(name: str, setting: str, values: list[int]) -> tuple[dict[str, Trai
     return built, batch
 
 
-def interleaved(built: dict[str, Trainer], batch: tuple, rounds: int) -> dict[str, float]:
+def interleaved(built: dict[str, Trainer], batch: tuple, rounds: int) -> dict[str, list[float]]:
+    """Median ms per step, then per phase (forward, backward, optimizer), per trainer."""
     samples = defaultdict(list)
     order = list(built.items())
     for r in range(rounds):
         for label, trainer in order if r % 2 else order[::-1]:
-            start = time.perf_counter()
-            for _ in range(3):
-                trainer.step(*batch)
-            samples[label].append((time.perf_counter() - start) / 3 * 1e3)
-    return {label: statistics.median(s) for label, s in samples.items()}
+            steps = [trainer.phases(*batch) for _ in range(3)]
+            samples[label] += [(sum(p), *p) for p in steps]
+    return {label: [statistics.median(c) * 1e3 for c in zip(*s, strict=True)] for label, s in samples.items()}
 
 
 def main() -> None:
@@ -62,6 +61,7 @@ def main() -> None:
     p.add_argument("ab", help="setting=v1,v2,...: an integer setting of mlirc.config and its values")
     p.add_argument("--cases", default="resnet,gpt2,bert")
     p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--phases", action="store_true", help="also the medians of each phase of a step")
     args = p.parse_args()
     setting, _, listed = args.ab.partition("=")
     if setting not in SETTINGS or not listed:
@@ -75,8 +75,13 @@ def main() -> None:
         setattr(config, setting, default)
         medians = interleaved(built, batch, args.rounds)
         for label, ms in medians.items():
-            speedups[label].append(medians["eager"] / ms)
-        print(name, "  ".join(f"{label} {ms:.2f}" for label, ms in medians.items()), flush=True)
+            speedups[label].append(medians["eager"][0] / ms[0])
+        print(name, "  ".join(f"{label} {ms[0]:.2f}" for label, ms in medians.items()), flush=True)
+        if args.phases:
+            print(
+                "  forward / backward / optimizer:",
+                "  ".join(f"{k} {'/'.join(f'{v:.2f}' for v in ms[1:])}" for k, ms in medians.items()),
+            )
     print(
         "geomean speedup over eager:", "  ".join(f"{k} {math.prod(v) ** (1 / len(v)):.3f}" for k, v in speedups.items())
     )
