@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_bench import CASES, Trainer  # noqa: E402
+from train_bench import CASES, RECOMPILE_LIMIT, Trainer  # noqa: E402
 
 from mlirc.config import SETTINGS, config  # noqa: E402
 
@@ -57,6 +57,7 @@ def interleaved(built: dict[str, Trainer], batch: tuple, rounds: int) -> dict[st
 
 
 def main() -> None:
+    torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("ab", help="setting=v1,v2,...: an integer setting of mlirc.config and its values")
     p.add_argument("--cases", default="resnet,gpt2,bert")
