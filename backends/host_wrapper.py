@@ -107,6 +107,8 @@ EXACT_ATTR = "exact"  # on a conv2d: sums that must not round to TF32 (see "conv
 # Library calls that read their NHWC operands 0 and 1 as NCHW views (`{nchw0}`, `{nchw1}`)
 NCHW_OPERANDS = frozenset({"conv2d_nhwc", "conv2d_nhwc_exact"})
 TO_NCHW = (0, 3, 1, 2)
+# A channels-last tensor's layout: an NCHW tensor held in an NHWC buffer
+NHWC = layouts.Layout((0, 2, 3, 1))
 
 # Storage element types (bools are i8 bytes, same layout as torch.bool).
 _STORAGE_TO_TORCH = {**shapes.MLIR_TO_TORCH, "i8": torch.int8}
@@ -509,21 +511,24 @@ class WrapperBuilder:
         if args:
             self.lines.append(f"    {', '.join(args)}{',' if len(args) == 1 else ''} = args")
         self.lines.append("    args.clear()")
+        ret = self.entry.entry_block.operations[len(self.entry.entry_block.operations) - 1]
+        self.updates = _updates(self.entry, ret)
         arg_layouts = layouts.decode(self.entry.attributes, ARG_LAYOUTS_ATTR, len(args))
         for a, value, layout in zip(args, self.entry.entry_block.arguments, arg_layouts, strict=True):
             if not isinstance(value.type, ir.RankedTensorType):  # a size (an int), passed as it is
                 self.integers.add(a)
                 continue
-            if layout is not None:  # the dense buffer the tensor's strides describe (no copy)
-                self.lines.append(f"    {a} = {a}.permute({list(layout.order)}){_unit_slices(layout)}")
-            self.lines.append(self.entry_arg(a))
+            if layout == NHWC and self._kernels_read_only(value):
+                self.lines.append(self.entry_arg_nhwc(a))
+            else:
+                if layout is not None:  # the dense buffer the tensor's strides describe (no copy)
+                    self.lines.append(f"    {a} = {a}.permute({list(layout.order)}){_unit_slices(layout)}")
+                self.lines.append(self.entry_arg(a))
             self._own(a, self.new_meta(self.shape_of(value), _dtype(value.type, None)))
             self.argument_storage.add(a)
         self.lines.append(self.scratch_fetch)
         self.prologue()
-        ret = self.entry.entry_block.operations[len(self.entry.entry_block.operations) - 1]
         logical = {v: d for v, d in zip(ret.operands, self.result_dtypes, strict=False)}
-        self.updates = _updates(self.entry, ret)
         ops = [op.operation for op in self.entry.entry_block.operations]
         last_use = {v: i for i, op in enumerate(ops) for v in op.operands}
         self.last_use = last_use
@@ -770,6 +775,28 @@ class WrapperBuilder:
     def entry_arg(self, a: str) -> str:
         """The argument as kernels read it: dense, row-major."""
         return f"    {a} = {a} if {a}.is_contiguous() else {a}.contiguous()"
+
+    def entry_arg_nhwc(self, a: str) -> str:
+        """A 4-D argument whose buffer is NHWC, as kernels read it: dense channels-last,
+        still NCHW-shaped (no NHWC view: a `permute` is a dispatched op, ~2 us)."""
+        return (
+            f"    {a} = {a} if {a}.is_contiguous(memory_format=torch.channels_last)"
+            f" else {a}.contiguous(memory_format=torch.channels_last)"
+        )
+
+    def _kernels_read_only(self, arg: ir.Value) -> bool:
+        """Is `arg` only an operand of generated kernels (which read its address alone),
+        never a library call's, a view's, a result or the storage of one?"""
+        if arg in self.updates.values():
+            return False
+        for use in arg.uses:
+            op = use.owner.operation
+            if op.name != "func.call":
+                return False
+            kernel = self.kernels.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+            if kernel is None or LIBRARY_ATTR in kernel.attributes or IN_PLACE_ATTR in kernel.attributes:
+                return False
+        return True
 
     def aligned(self, name: str, alignment: int) -> bool:
         """Is the value's first byte `alignment`-aligned, given that every storage

@@ -16,6 +16,7 @@ from mlirc.backends.host_wrapper import WrapperBuilder
 from mlirc.backends.in_place import in_place_operands
 from mlirc.config import config
 from mlirc.dialects import layouts, make_context
+from mlirc.frontend.compile import compile_region
 
 # %v is a view of %0 that outlives %0's last direct use: %2 must not take %0's
 # storage.  %1 is dead once %2 is computed, so %3 may take it.
@@ -433,3 +434,30 @@ def test_released_buffers_are_not_held_across_much_larger_allocations(other_shap
     source = wrapper_source(_held_then_reallocated, args, tmp_path)
     assert bool(re.search(r"(buf\d+) = (buf\d+); del \2", source)) == reused, source
     compile_and_compare(_held_then_reallocated, *args)
+
+
+def _scaled_sigmoid(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    return torch.sigmoid(x) * 2.0 + bias
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7), (1, 1, 4, 3), (3, 16, 1, 1), (0, 3, 4, 4)])
+def test_channels_last_arguments_read_by_kernels_are_not_permuted(shape, tmp_path):
+    """A channels-last argument that only generated kernels read (they take its
+    address) is checked dense channels-last, not viewed as NHWC first: a permute is a
+    dispatched op per argument and call (~90 per CNN training step).  Given other
+    strides at run time, it is copied channels-last; a unit channel or pixel dim and
+    no elements at all stay eager's."""
+    x = torch.randn(shape).to(memory_format=torch.channels_last)
+    bias = torch.randn(shape[1], 1, 1)
+    source = wrapper_source(_scaled_sigmoid, (x, bias), tmp_path)
+    assert ".permute(" not in source, source
+    nhwc = layouts.plan(x.shape, x.stride()) is not None  # else its memory is row-major too
+    assert ("memory_format=torch.channels_last" in source) == nhwc, source
+    expected, actual = _scaled_sigmoid(x, bias), torch.compile(_scaled_sigmoid, backend="mlirc")(x, bias)
+    torch.testing.assert_close(actual, expected)
+    assert actual.stride() == expected.stride()
+    torch._dynamo.reset()
+    region = compile_region(torch.fx.experimental.proxy_tensor.make_fx(_scaled_sigmoid)(x, bias))
+    row_major = x.contiguous()  # the same values in NCHW memory: copied channels-last on entry
+    (result,) = region.call(row_major, bias)
+    torch.testing.assert_close(result, expected)

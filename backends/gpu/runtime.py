@@ -59,6 +59,12 @@ class GpuWrapperBuilder(WrapperBuilder):
             f" else {a}.clone(memory_format=torch.contiguous_format)"
         )
 
+    def entry_arg_nhwc(self, a: str) -> str:
+        return (
+            f"    {a} = {a} if {a}.is_contiguous(memory_format=torch.channels_last)"
+            f" and not {a}.data_ptr() % {tt.ALIGNMENT} else {a}.clone(memory_format=torch.channels_last)"
+        )
+
     def prologue(self) -> None:
         self.lines.append("    stream = get_stream(device_index)")
 
