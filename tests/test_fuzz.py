@@ -60,6 +60,12 @@ REGRESSIONS = {
     # nothing computed, nothing checked: eager's index_fill / getitem of an empty tensor
     "index_fill_empty_tensor": (lambda x, i: x.index_fill(1, i, 2.0), (torch.randn(0, 7, 16), T([-8]))),
     "getitem_empty_result": (lambda x, i: x[:, i], (torch.randn(0, 7, 16), T([9]))),
+    # ... and where the indexed dim is empty too, but so is every slice along it: eager
+    # raises only where a slice holds elements (--dynamic seed 116001, graph 348014)
+    "index_fill_empty_dim_empty_slices": (
+        lambda x, i: (x.index_fill(0, i, 2.0), (x > 0).long().unsqueeze(-1).index_fill(0, i, 2)),
+        (torch.randn(0, 0), T([0] * 20)),
+    ),
     # a zero divisor only matters where a result element uses it (here none: empty)
     "floordiv_empty_result": (lambda a, b: a // b, (T([], dtype=torch.int64), T([0]))),
     # masked max/min reductions of short rows: MLIR filled dead lanes with a denormal

@@ -40,6 +40,9 @@ class IndexRule:
     checks_up_front: bool = False
     error_empty_dim: str | None = None  # raised (whatever the result) for any index into a dim of size 0
     error_int: str | None = None  # another type where the indexed tensor is integer or bool
+    # Nothing checked where a slice along the indexed dim holds no elements (another
+    # dim is empty): eager's index_fill of a [0, 0] or [3, 0] tensor raises for no index.
+    empty_slices_unchecked: bool = False
 
     def error_for(self, shape: Sequence[int], dim: int, floating: bool = True) -> str:
         if self.error_empty_dim and shape and not shape[dim]:
@@ -67,7 +70,9 @@ INDEX_RULES: dict[str, IndexRule] = {
     "scatter_reduce": IndexRule("RuntimeError", _BOUNDS),
     "index_add": IndexRule("RuntimeError", _BOUNDS, error_1d="IndexError", error_int="IndexError"),
     "index_copy": IndexRule("IndexError", "index_copy_(): " + _BOUNDS),
-    "index_fill": IndexRule("IndexError", _BOUNDS, wraps=True, error_empty_dim="RuntimeError"),
+    "index_fill": IndexRule(
+        "IndexError", _BOUNDS, wraps=True, error_empty_dim="RuntimeError", empty_slices_unchecked=True
+    ),
     "index": IndexRule("IndexError", _BOUNDS, wraps=True, error_empty_dim="IndexError"),
     "index_put": IndexRule("IndexError", _BOUNDS, wraps=True, error_empty_dim="IndexError"),
     "take": IndexRule("IndexError", "out of range: an index outside a tensor of {size} elements", wraps=True),
@@ -102,6 +107,8 @@ def check_index(lctx: LoweringContext, node: fx.Node, index: ir.Value, shape: Se
         return
     rule = INDEX_RULES.get(op) or INDEX_RULES.get(_op_name(node.target)) or INDEX_RULES["index"]
     size = shape[dim] if shape else 1
+    if rule.empty_slices_unchecked and any(s == 0 for i, s in enumerate(shape) if i != dim):
+        return
     if not rule.checks_up_front and not (rule.error_empty_dim and size == 0) and not _result_elements(node):
         return  # nothing computed, nothing checked (eager's index_fill of an empty tensor)
     low = -size if rule.wraps else 0
