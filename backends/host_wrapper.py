@@ -59,6 +59,7 @@ from mlirc.dialects.attributes import (
 )
 from mlirc.dialects.runtime_checks import RuntimeCheck, decode
 from mlirc.errors import PipelineError
+from mlirc.passes import ir_utils
 
 # Library kernels (mlirc-outline-library-calls) as host code: `{0}`, `{1}` are the
 # call's operands, `{out}` its result, other fields the op's attributes.  GEMMs write
@@ -519,7 +520,7 @@ class WrapperBuilder:
                 self.integers.add(a)
                 continue
             if layout == NHWC and self._kernels_read_only(value):
-                self.lines.append(self.entry_arg_nhwc(a))
+                self.lines.append(self.entry_arg(a, "channels_last"))
             else:
                 if layout is not None:  # the dense buffer the tensor's strides describe (no copy)
                     self.lines.append(f"    {a} = {a}.permute({list(layout.order)}){_unit_slices(layout)}")
@@ -772,17 +773,15 @@ class WrapperBuilder:
             and all(i in self.overwritable_operands(callee).get(k, []) for i in reads)
         )
 
-    def entry_arg(self, a: str) -> str:
-        """The argument as kernels read it: dense, row-major."""
-        return f"    {a} = {a} if {a}.is_contiguous() else {a}.contiguous()"
-
-    def entry_arg_nhwc(self, a: str) -> str:
-        """A 4-D argument whose buffer is NHWC, as kernels read it: dense channels-last,
-        still NCHW-shaped (no NHWC view: a `permute` is a dispatched op, ~2 us)."""
-        return (
-            f"    {a} = {a} if {a}.is_contiguous(memory_format=torch.channels_last)"
-            f" else {a}.contiguous(memory_format=torch.channels_last)"
-        )
+    def entry_arg(self, a: str, memory_format: str | None = None) -> str:
+        """The argument as kernels read it: dense, row-major -- or, given
+        `memory_format` ("channels_last": a 4-D argument whose buffer is NHWC), dense in
+        that format and still NCHW-shaped (no NHWC view: a `permute` is a dispatched
+        op, ~2 us)."""
+        if memory_format is None:
+            return f"    {a} = {a} if {a}.is_contiguous() else {a}.contiguous()"
+        fmt = f"memory_format=torch.{memory_format}"
+        return f"    {a} = {a} if {a}.is_contiguous({fmt}) else {a}.contiguous({fmt})"
 
     def _kernels_read_only(self, arg: ir.Value) -> bool:
         """Is `arg` only an operand of generated kernels (which read its address alone),
@@ -793,7 +792,7 @@ class WrapperBuilder:
             op = use.owner.operation
             if op.name != "func.call":
                 return False
-            kernel = self.kernels.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+            kernel = self.kernels.get(ir_utils.callee(op))
             if kernel is None or LIBRARY_ATTR in kernel.attributes or IN_PLACE_ATTR in kernel.attributes:
                 return False
         return True

@@ -53,16 +53,12 @@ class GpuWrapperBuilder(WrapperBuilder):
     def overwritable_operands(self, callee: str) -> dict[int, list[int]]:
         return in_place_operands(self.bodies.get(callee, self.kernels[callee]))
 
-    def entry_arg(self, a: str) -> str:
+    def entry_arg(self, a: str, memory_format: str | None = None) -> str:
+        fmt = memory_format or "contiguous_format"
+        check = f"is_contiguous(memory_format=torch.{memory_format})" if memory_format else "is_contiguous()"
         return (
-            f"    {a} = {a} if {a}.is_contiguous() and not {a}.data_ptr() % {tt.ALIGNMENT}"
-            f" else {a}.clone(memory_format=torch.contiguous_format)"
-        )
-
-    def entry_arg_nhwc(self, a: str) -> str:
-        return (
-            f"    {a} = {a} if {a}.is_contiguous(memory_format=torch.channels_last)"
-            f" and not {a}.data_ptr() % {tt.ALIGNMENT} else {a}.clone(memory_format=torch.channels_last)"
+            f"    {a} = {a} if {a}.{check} and not {a}.data_ptr() % {tt.ALIGNMENT}"
+            f" else {a}.clone(memory_format=torch.{fmt})"
         )
 
     def prologue(self) -> None:
