@@ -396,9 +396,10 @@ def _gelu(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
     if node.kwargs.get("approximate", "none") == "tanh":
         cube = b.elementwise("mul", b.elementwise("mul", x, x), x)
-        inner = b.elementwise(
-            "mul", b.elementwise("add", x, b.elementwise("mul", cube, c(0.044715))), c(0.7978845608028654)
-        )
+        # x + 0.044715 x^3 rounded once: ATen's CPU and CUDA kernels are built with FMA
+        # contraction on, and a float64 1 + tanh(u) that cancels turned the second
+        # rounding into 1e-11 relative (four inputs in 50,000 of [-7, -4])
+        inner = b.elementwise("mul", b.elementwise("fma", cube, c(0.044715), x), c(0.7978845608028654))
         if dtype != torch.float64:
             # 0.5 x (1 + tanh(u)) is x * sigmoid(2u): for x < -3, 1 + tanh(u) cancels to
             # ~1e-4 and loses a dozen bits (our float32 tanh, an ulp off SLEEF's, moved
