@@ -157,10 +157,14 @@ def compile_fx_graph(
         fn = _compile_symbolic(gm, example_inputs, autotune, user_outputs)
     else:
         fn = _compile_static(gm, example_inputs, autotune, user_outputs)
+    weight_copies = []
     if saved_strides is not None and not isinstance(fn, fx.GraphModule):  # compiled whole: as recorded
         training_layouts.report_output_strides(saved_strides[len(written) :])  # what AOTAutograd sees
+        weight_copies = [(r - len(written), a) for r, a in training_layouts.saved_weight_copies(gm, saved_strides)]
     if copied:
         fn = training_layouts.as_traced(fn, copied)
+    if not forward and not inference:
+        fn = training_layouts.checks_weight_versions(fn, example_inputs)
     device = _device_of(example_inputs)
     if mode in CUDA_GRAPH_MODES and device.type == "cuda":
         from mlirc.backends.gpu.cudagraphs import CudaGraphed
@@ -174,6 +178,8 @@ def compile_fx_graph(
     fn = _cpu_scalars_to(device, fn, example_inputs)  # outside the graph: a copy from the host
     if written:
         fn = WritesInputs(fn, written)
+    if weight_copies:
+        fn = training_layouts.TagsWeightCopies(fn, weight_copies)
     return _boxed(fn)
 
 

@@ -12,6 +12,12 @@ Inductor's 28 ms, which keeps these activations channels-last for the same reaso
   layout: the NHWC value is returned as it is, no copy) and reports its strides to
   AOTAutograd (TracingContext.output_strides), which gives the backward's
   placeholders those strides.
+* A convolution's weight saved for the backward is saved as the channels-last copy
+  the forward convolves with (Inductor's layout optimization saves it so too): the
+  backward converted each weight again per step, 17 copy kernels of a ResNet's
+  backward.  The copy is tagged with the weight's version, which the backward
+  checks: an in-place edit of the weight in between raises autograd's error, as the
+  weight itself, saved, would.
 * The backward propagates its placeholders' strides through its graph
   (FakeTensorProp): gradients of channels-last activations are channels-last, as
   eager's TensorIterator makes them, so `convolution_backward` gets NHWC operands and
@@ -57,6 +63,23 @@ def _saved_activation(node: Any) -> bool:
     return c > 1 and h * w > 1
 
 
+def _convolution_weights(gm: fx.GraphModule) -> set[fx.Node]:
+    """The graph's inputs that convolutions read as weights: saved for the backward
+    channels-last (a copy the forward makes for its own convolution anyway), the
+    backward's `convolution_backward` takes them as they are, where it converted
+    each weight again per step (Inductor's layout optimization saves them so too)."""
+    return {
+        n.args[1]
+        for n in gm.graph.nodes
+        if n.op == "call_function"
+        and n.target in CONVOLUTIONS
+        and isinstance(n.args[1], fx.Node)
+        and n.args[1].op == "placeholder"
+        and _static(n.args[1].meta.get("val"))
+        and n.args[1].meta["val"].dim() == 4
+    }
+
+
 def keep_saved_channels_last(gm: fx.GraphModule, saved_from: int | None) -> list | None:
     """In a training forward with convolutions and static sizes, the strides of every
     result (None where it is not a tensor), the saved activations' channels-last,
@@ -71,14 +94,101 @@ def keep_saved_channels_last(gm: fx.GraphModule, saved_from: int | None) -> list
     visible = set(results[:saved_from])  # also a user's output or an update: eager's strides
     strides = [tuple(m.stride()) if isinstance(m, torch.Tensor) else None for m in metas]
     changed = False
+    weights = _convolution_weights(gm)
     for i in range(saved_from, len(results)):
-        if results[i] not in visible and _saved_activation(results[i]):
+        if results[i] not in visible and (_saved_activation(results[i]) or results[i] in weights):
             strides[i] = make_channels_last_2d_strides_for(metas[i].shape)
             changed = True
     if not changed:
         return None
     output.meta[EAGER_STRIDES] = [s for n, s in zip(results, strides, strict=True) if n is not None]
     return strides
+
+
+def saved_weight_copies(gm: fx.GraphModule, strides: list | None) -> list[tuple[int, int]]:
+    """(result, argument) positions of the weights `keep_saved_channels_last` saves
+    as channels-last copies."""
+    if strides is None:
+        return []
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    results = list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+    arguments = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    weights = _convolution_weights(gm)
+    return [
+        (i, arguments.index(node))
+        for i, (node, stride) in enumerate(zip(results, strides, strict=True))
+        if node in weights and stride != tuple(node.meta["val"].stride())
+    ]
+
+
+# A saved weight copy's (weight, the weight's version when it was copied).  The copy
+# has a version counter of its own, where the weight itself, saved, shares the
+# parameter's: an in-place edit of the weight between forward and backward raises in
+# eager (autograd's saved-tensor check), and the backward's check below keeps that.
+COPIED_FROM = "_mlirc_copied_from"
+
+
+class TagsWeightCopies:
+    """A forward whose results at `copies` (result, argument) are copies of its
+    arguments: each copy is tagged with its argument and the argument's version."""
+
+    def __init__(self, fn: Callable, copies: list[tuple[int, int]]) -> None:
+        self.fn, self.copies = fn, copies
+        if hasattr(fn, "call_list"):
+            self.call_list = self._call_list
+
+    def _tag(self, weights: list[tuple[torch.Tensor, int]], results: Any) -> Any:
+        for (result, _), source in zip(self.copies, weights, strict=True):
+            setattr(results[result], COPIED_FROM, source)
+        return results
+
+    def __call__(self, *args: Any) -> Any:
+        weights = [(args[i], args[i]._version) for _, i in self.copies]
+        return self._tag(weights, self.fn(*args))
+
+    def _call_list(self, args: list) -> Any:
+        weights = [(args[i], args[i]._version) for _, i in self.copies]  # the wrapper empties `args`
+        return self._tag(weights, self.fn.call_list(args))
+
+
+def checks_weight_versions(fn: Callable, example_inputs: Sequence[Any]) -> Callable:
+    """A backward that raises autograd's error where a weight saved as a copy
+    (`TagsWeightCopies`) was edited in place since the forward copied it."""
+    positions = [
+        i
+        for i, value in enumerate(example_inputs)
+        if isinstance(value, torch.Tensor)
+        and value.dim() == 4
+        and value.is_contiguous(memory_format=torch.channels_last)
+    ]
+    if not positions:
+        return fn
+
+    def check(args: Sequence[Any]) -> None:
+        for i in positions:
+            source = getattr(args[i], COPIED_FROM, None)
+            if source is not None and source[0]._version != source[1]:
+                weight, version = source
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: [{weight.type()} {list(weight.shape)}] is at version {weight._version}; "
+                    f"expected version {version} instead (a convolution's weight, which mlirc saved for the "
+                    "backward as its channels-last copy)"
+                )
+
+    def call(*args: Any) -> Any:
+        check(args)
+        return fn(*args)
+
+    inner = getattr(fn, "call_list", None)
+    if inner is not None:
+
+        def call_list(args: list) -> Any:
+            check(args)
+            return inner(args)
+
+        call.call_list = call_list  # type: ignore[attr-defined]
+    return call
 
 
 def report_output_strides(strides: list) -> None:
@@ -145,7 +255,9 @@ def _convolve_channels_last(gm: fx.GraphModule) -> bool:
             continue
         for position, operand in enumerate(operands):
             meta = operand.meta.get("val")
-            if _channels_last(meta) or not isinstance(meta, torch.Tensor) or meta.dim() != 4:
+            if not isinstance(meta, torch.Tensor) or meta.dim() != 4:
+                continue
+            if meta.is_contiguous(memory_format=torch.channels_last):  # also a 1x1 weight's either layout
                 continue
             with gm.graph.inserting_before(node):
                 converted = gm.graph.call_function(

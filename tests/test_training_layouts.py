@@ -101,6 +101,43 @@ def test_backward_convolves_channels_last_with_eagers_gradients(batch, cin, cout
     assert mlirc.stats().fallback_nodes == 0, mlirc.stats().summary()
 
 
+@pytest.mark.parametrize("groups", [1, 3])
+def test_saved_weights_reach_the_backward_channels_last(monkeypatch, groups):
+    """The forward saves each convolution's weight as the channels-last copy it
+    convolves with: the backward converts the input image and the loss's NCHW
+    gradient, no weight (a 1x1 weight is both layouts at once)."""
+    converted = []
+    convolve_channels_last = training_layouts._convolve_channels_last
+
+    def recording(gm):
+        changed = convolve_channels_last(gm)
+        converted.extend(
+            tuple(n.args[0].meta["val"].shape)
+            for n in gm.graph.nodes
+            if n.target is torch.ops.aten.clone.default and n.kwargs.get("memory_format") is torch.channels_last
+        )
+        return changed
+
+    monkeypatch.setattr(training_layouts, "_convolve_channels_last", recording)
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(), nn.Conv2d(6, 6, 3, stride=2, groups=groups), nn.BatchNorm2d(6),
+        nn.ReLU(), nn.Conv2d(6, 7, 1), nn.Conv2d(7, 5, (2, 3), bias=False),
+    )  # fmt: skip
+    twin = copy.deepcopy(model)
+    x = torch.randn(2, 3, 13, 9)
+    expected, _ = _train_step(model, x, compiled=False)
+    loss, operands = _train_step(twin, x, compiled=True)
+    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-5)
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-4)
+        assert q.grad.is_contiguous() == p.grad.is_contiguous()
+        assert p.is_contiguous() and q.is_contiguous()  # the parameters themselves untouched
+    weights = {tuple(p.shape) for p in model.parameters() if p.dim() == 4}
+    assert tuple(x.shape) in converted and not weights & set(converted), converted
+    assert all(_channels_last(weight) for _, _, weight in operands)
+
+
 def test_a_saved_activation_the_user_sees_keeps_eagers_strides():
     """A ReLU output saved for the backward and also returned: NCHW, as eager's."""
     torch.manual_seed(0)

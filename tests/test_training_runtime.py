@@ -158,7 +158,8 @@ def test_mutated_inputs_are_written_by_the_graph(channels_last):
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_weight_edited_before_backward_raises_eagers_error(channels_last):
     """A saved weight is returned as a view of the argument (sharing its version
-    counter), never as a fresh alias: editing it in place between forward and
+    counter), never as a fresh alias, or as its channels-last copy, which the backward
+    checks against the weight's version: editing it in place between forward and
     backward raises autograd's error, as in eager, not a gradient from the new value."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 5, 3), nn.ReLU())
