@@ -217,8 +217,9 @@ def _combines_accumulator(op: ir.Operation) -> bool:
 
 def _contiguous_gather_dim(op: ir.Operation) -> int | None:
     """The result's innermost loop dim where every `tensor.extract` in the body reads
-    along it contiguously: its last index is that loop's `linalg.index`, and no other
-    index depends on it or on data (an element read is a true gather).  Tiled to 1
+    along it contiguously -- its last index is that loop's `linalg.index`, and no other
+    index depends on it or on data (an element read is a true gather) -- or reads one
+    element for all of it (no index depends on it or on data).  Tiled to 1
     elsewhere, each read is one vector load (a padded max pool or a padding on
     channels-last: the channel loop)."""
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
@@ -242,8 +243,12 @@ def _contiguous_gather_dim(op: ir.Operation) -> int | None:
             if len(operands) < 2:
                 return None  # a 0-d tensor's element: not along anything
             *leading, last = operands[1:]
-            if last not in along or any(v in varying or v in along or v in data for v in leading):
+            if any(v in varying or v in along or v in data for v in leading):
                 return None
+            if last not in along and (last in varying or last in data):
+                return None
+            # last in `along`: one vector load; otherwise every index is the same for
+            # all lanes (a per-row scale of a [rows, cols] loop): one scalar, broadcast
             data.add(inner.result)
             continue
         if any(v in along or v in varying for v in operands):

@@ -284,3 +284,25 @@ def test_expanded_tensors_are_never_materialized(fn, base, large, tmp_path, monk
     assert large not in source and ".contiguous()" not in source.replace(
         "if arg0.is_contiguous() else arg0.contiguous()", ""
     )
+
+
+@pytest.mark.parametrize(
+    "batch, steps, width",
+    [(4, 64, 1000), (3, 7, 17), (1, 2, 8), (2, 5, 1), (2, 1, 16), (0, 4, 8)],
+    ids=["gpt2_loss", "odd", "one_row", "one_column", "one_step", "empty"],
+)
+def test_shifted_rows_scaled_per_row_padded_back(batch, steps, width):
+    """A cross-entropy's gradient over all positions but the last, scaled per row and
+    padded back to every position (a causal LM's loss backward): reads of the rows
+    along the vector loop beside one element per row (mlirc-cpu-vectorize broadcasts
+    it), rows clamped into range, the padded position zero."""
+
+    def grad_of_shifted(logp, scale, g):
+        rows = (g - torch.exp(logp) * scale[:, None]).view(batch, steps - 1, width)
+        return torch.nn.functional.pad(rows, (0, 0, 0, 1))
+
+    rows = batch * (steps - 1)
+    logp = torch.randn(rows, width).log_softmax(-1)
+    compile_and_compare(grad_of_shifted, logp, torch.rand(rows) + 0.5, torch.randn(rows, width))
+    # the same with a transposed gradient and a strided scale
+    compile_and_compare(grad_of_shifted, logp, (torch.rand(2 * rows) + 0.5)[::2], torch.randn(width, rows).t())
