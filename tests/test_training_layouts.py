@@ -66,6 +66,18 @@ def _train_step(model: nn.Module, x: torch.Tensor, compiled: bool) -> tuple[torc
     return loss.detach(), recorder.operands
 
 
+def _trains_as_eager(model: nn.Module, x: torch.Tensor) -> tuple[nn.Module, list]:
+    """A compiled copy of `model` trained one step on `x` beside `model` in eager: the
+    same loss and gradients.  The copy, and its convolution_backward operands."""
+    twin = copy.deepcopy(model)
+    expected, _ = _train_step(model, x, compiled=False)
+    loss, operands = _train_step(twin, x, compiled=True)
+    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-5)
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-4)
+    return twin, operands
+
+
 @pytest.mark.parametrize(
     "batch, cin, cout, size, pool",
     [
@@ -124,13 +136,9 @@ def test_saved_weights_reach_the_backward_channels_last(monkeypatch, groups):
         nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(), nn.Conv2d(6, 6, 3, stride=2, groups=groups), nn.BatchNorm2d(6),
         nn.ReLU(), nn.Conv2d(6, 7, 1), nn.Conv2d(7, 5, (2, 3), bias=False),
     )  # fmt: skip
-    twin = copy.deepcopy(model)
     x = torch.randn(2, 3, 13, 9)
-    expected, _ = _train_step(model, x, compiled=False)
-    loss, operands = _train_step(twin, x, compiled=True)
-    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-5)
+    twin, operands = _trains_as_eager(model, x)
     for p, q in zip(model.parameters(), twin.parameters(), strict=True):
-        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-4)
         assert q.grad.is_contiguous() == p.grad.is_contiguous()
         assert p.is_contiguous() and q.is_contiguous()  # the parameters themselves untouched
     weights = {tuple(p.shape) for p in model.parameters() if p.dim() == 4}
@@ -171,12 +179,5 @@ def test_backward_copies_its_inputs_where_strides_cannot_propagate(monkeypatch):
 
     monkeypatch.setattr(training_layouts, "FakeTensorProp", refuse)
     torch.manual_seed(0)
-    model = Block(3, 4, nn.AdaptiveAvgPool2d(1))
-    twin = copy.deepcopy(model)
-    x = torch.randn(2, 3, 7, 7)
-    expected, _ = _train_step(model, x, compiled=False)
-    loss, operands = _train_step(twin, x, compiled=True)
-    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-5)
-    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
-        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-4)
+    _, operands = _trains_as_eager(Block(3, 4, nn.AdaptiveAvgPool2d(1)), torch.randn(2, 3, 7, 7))
     assert not any(_channels_last(grad_output) for grad_output, _, _ in operands)
