@@ -57,3 +57,21 @@ func.func @kernel_integer_division(%x: tensor<0x5xi32>, %d: tensor<i32>) -> tens
   } -> tensor<0x5xi32>
   return %r : tensor<0x5xi32>
 }
+
+// A 0-d constant operand (a graph bound from a symbolic import keeps them) becomes
+// the scalar constant a statically traced graph has, so both compile alike.
+// CHECK-LABEL: func.func @kernel_constant_operand
+// CHECK-NOT: tensor.extract
+// CHECK: %[[C:.*]] = arith.constant 3.000000e+01 : f32
+// CHECK: linalg.generic
+// CHECK: arith.divf %{{.*}}, %[[C]]
+func.func @kernel_constant_operand(%x: tensor<6x8xf32>) -> tensor<6x8xf32> attributes {mlirc.kernel} {
+  %c = arith.constant dense<3.0e+01> : tensor<f32>
+  %e = tensor.empty() : tensor<6x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #scalar, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %c : tensor<6x8xf32>, tensor<f32>) outs(%e : tensor<6x8xf32>) {
+  ^bb0(%xi: f32, %ci: f32, %o: f32):
+    %y = arith.divf %xi, %ci : f32
+    linalg.yield %y : f32
+  } -> tensor<6x8xf32>
+  return %r : tensor<6x8xf32>
+}
