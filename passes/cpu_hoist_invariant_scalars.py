@@ -48,7 +48,7 @@ def _scalar_inputs(generic: ir.Operation) -> list[tuple[ir.BlockArgument, ir.Val
     return pairs
 
 
-def _hoist(generic: ir.Operation) -> bool:
+def _hoist(generic: ir.Operation) -> None:
     pairs = [(arg, value) for arg, value in _scalar_inputs(generic) if list(arg.uses)]
     body = generic.regions[0].blocks[0]
     invariant: set = set()
@@ -57,9 +57,8 @@ def _hoist(generic: ir.Operation) -> bool:
             element = _constant_element(value) or tensor.ExtractOp(value, []).result
             arg.replace_all_uses_with(element)
             invariant.add(element)
-    moved = False
     for inner in list(body.operations):
-        if not _hoistable(inner) or inner.name == "linalg.yield":
+        if not _hoistable(inner):
             continue
         operands = list(inner.operands)
         if not all(v in invariant or not _defined_in(v, body) for v in operands):
@@ -68,8 +67,6 @@ def _hoist(generic: ir.Operation) -> bool:
             continue
         inner.move_before(generic)
         invariant.update(inner.results)
-        moved = True
-    return moved or bool(pairs)
 
 
 def _constant_element(value: ir.Value) -> ir.Value | None:
