@@ -13,7 +13,11 @@ over a parallel dim) and that moves enough data becomes
 mlirc-cpu-omp-dispatch later defines kernel_N_parallel: a GOMP_parallel call that
 runs the chunks of [lb, ub) on torch's own OpenMP threads.  A kernel with writes
 outside the loop (a fill of the whole output, a copy) stays serial: chunks would
-race.  A kernel of run-time sizes (mlirc-cpu-size-args) may have a loop bound that
+race.  Scalar math before the loop on 0-d inputs (an optimizer's bias corrections)
+is recomputed by each chunk.  A kernel of several marked loops in a row (a row
+group's rows, then a reduction over them) makes one parallel call per loop, in
+order, unless two of them share a buffer allocated outside them.  A kernel of
+run-time sizes (mlirc-cpu-size-args) may have a loop bound that
 is a size argument; whether it moves enough data to be worth the threads is then
 decided at run time, and a small call runs its one chunk, [lb, ub), on the caller's
 thread.
@@ -32,12 +36,14 @@ from mlirc.passes.ir_utils import constant_index, erase_op, nested_ops, remap_op
 from mlirc.passes.linalg_utils import elem_bytes
 from mlirc.passes.registry import register_pass
 
-# Top-level ops that neither write memory nor escape a chunk (allocations, with their
-# deallocation, move into the chunk: one per thread).
-OUTSIDE_LOOP_OK = frozenset(
+# Top-level ops that neither write memory nor escape a chunk: a chunk clones those its
+# loop reads (allocations, with their deallocation, move into the chunk: one per thread).
+CLONABLE = frozenset(
     {"arith.constant", "ub.poison", "memref.subview", "memref.expand_shape", "memref.collapse_shape",
-     "memref.cast", "memref.reinterpret_cast", "memref.alloca", "memref.alloc", "memref.dealloc", "func.return"}
+     "memref.cast", "memref.reinterpret_cast", "memref.alloca", "memref.alloc", "memref.dealloc",
+     "memref.get_global"}
 )  # fmt: skip
+ALLOCATIONS = ("memref.alloc", "memref.alloca")
 
 # A loop bound: a constant, or a value the kernel computes before its loops from
 # its arguments (sizes, mlirc-cpu-size-args: a row loop runs to a product of them).
@@ -66,6 +72,16 @@ def _pure_scalar(op: ir.Operation) -> bool:
     return (op.name.startswith("arith.") and op.name != "arith.constant") or op.name == "memref.dim"
 
 
+def _invariant_scalar(op: ir.Operation) -> bool:
+    """Scalar math before the loop on a 0-d input (mlirc-cpu-hoist-invariant-scalars:
+    an optimizer's bias corrections): each chunk computes it again.  A 0-d buffer is
+    never one the loop writes: the loop writes elements it indexes, and a buffer
+    reused in place has its output's size."""
+    if op.name.startswith("math."):
+        return True
+    return op.name == "memref.load" and ir.MemRefType(op.operands[0].type).rank == 0
+
+
 def _buffer(value: ir.Value) -> bool:
     return isinstance(value.type, ir.MemRefType)
 
@@ -78,6 +94,10 @@ class Footprint:
     static: int
     dynamic: list[tuple[ir.Value, int]]
 
+    def large(self, min_bytes: int) -> bool:
+        """`min_bytes` or more (or perhaps, at run time)?"""
+        return bool(self.dynamic) or self.static >= min_bytes
+
     def emit(self) -> ir.Value:
         total = _index(self.static)
         for buffer, count in self.dynamic:
@@ -89,13 +109,17 @@ class Footprint:
         return total
 
 
-def _footprint(kernel: func.FuncOp) -> Footprint:
+def _footprint(kernel: func.FuncOp, loop: ir.Operation | None = None) -> Footprint:
+    """What the kernel's buffers hold, or (`loop`) those of them the loop reads or writes."""
     static, dynamic = 0, []
+    within = None if loop is None else {loop, *nested_ops(loop), *_needed_outside(kernel, loop)}
     for arg in kernel.entry_block.arguments:
         if not isinstance(arg.type, ir.MemRefType):
             continue
         uses = [u.owner for u in arg.uses if u.owner.name == "memref.reinterpret_cast"]
         buffer = uses[0].results[0] if uses else arg  # a pointer and its sizes
+        if within is not None and not any(_operation(u.owner) in within for u in buffer.uses):
+            continue
         mtype = ir.MemRefType(buffer.type)
         sizes = [s for s in mtype.shape if not ir.ShapedType.is_dynamic_size(s)]
         count = math.prod(sizes) * elem_bytes(mtype.element_type)
@@ -106,24 +130,70 @@ def _footprint(kernel: func.FuncOp) -> Footprint:
     return Footprint(static, dynamic)
 
 
-def _chunkable_loop(kernel: func.FuncOp) -> tuple[ir.Operation, list[Bound]] | None:
-    """The kernel's marked loop and its (lb, ub, step), when chunking is safe: lb
-    and step constants, ub a constant or computed from the arguments (_bound)."""
-    loops = []
-    for op in kernel.entry_block.operations:
-        o = op.operation
-        if o.name == "scf.for" and PARALLEL_LOOP_ATTR in o.attributes and not o.results:
-            loops.append(o)
-        elif o.name not in OUTSIDE_LOOP_OK and not _pure_scalar(o):
+def _clonable(op: ir.Operation) -> bool:
+    return op.name in CLONABLE or _pure_scalar(op) or _invariant_scalar(op)
+
+
+def _marked_loop(op: ir.Operation) -> bool:
+    return op.name == "scf.for" and PARALLEL_LOOP_ATTR in op.attributes and not op.results
+
+
+def _chunkable_loops(kernel: func.FuncOp, min_bytes: int) -> list[tuple[ir.Operation, list[Bound]]] | None:
+    """The kernel's marked loops, in order, each with its (lb, ub, step), when
+    chunking them is safe: what a loop reads outside it is clonable, and no buffer
+    allocated outside it is also used by another loop or by the kernel's serial ops
+    (each chunk has its own); lb and step constants, ub a constant or computed from
+    the arguments (_bound).  Of several loops (merged small kernels: an optimizer's
+    biases), only those that move `min_bytes` themselves are chunked: a fork/join
+    per small loop costs more than it saves; the others run serially in place."""
+    top = [op.operation for op in kernel.entry_block.operations]
+    loops = [o for o in top if _marked_loop(o)]
+    if len(loops) > 1:
+        loops = [o for o in loops if _footprint(kernel, o).large(min_bytes)]
+    if not loops:
+        return None
+    serial = [o for o in top if o not in loops and not _clonable(o) and o.name != "func.return"]
+    users: dict[ir.Operation, int] = {}
+    for user in [*loops, *serial]:
+        for op in _needed_outside(kernel, user):
+            if user in loops and not _clonable(op):
+                return None
+            if op.name in ALLOCATIONS:
+                users[op] = users.get(op, 0) + 1
+    for loop in loops:
+        if any(users[op] > 1 for op in _needed_outside(kernel, loop) if op.name in ALLOCATIONS):
             return None
-    if len(loops) != 1:
-        return None
-    lb, ub, step = (_bound(v) for v in list(loops[0].operands)[:3])
-    if not isinstance(lb, int) or not isinstance(step, int) or ub is None:
-        return None
-    if isinstance(ub, int) and (ub - lb + step - 1) // step < 2:
-        return None
-    return loops[0], [lb, ub, step]
+    found = []
+    for loop in loops:
+        lb, ub, step = (_bound(v) for v in list(loop.operands)[:3])
+        if not isinstance(lb, int) or not isinstance(step, int) or ub is None:
+            return None
+        if isinstance(ub, int) and (ub - lb + step - 1) // step < 2:
+            return None
+        found.append((loop, [lb, ub, step]))
+    return found
+
+
+def _operation(owner: ir.OpView | ir.Operation | ir.Block) -> ir.Operation | ir.Block:
+    return owner.operation if isinstance(owner, ir.OpView) else owner
+
+
+def _needed_outside(kernel: func.FuncOp, user: ir.Operation) -> set[ir.Operation]:
+    """The ops at the top of the kernel's body that `user` reads, directly or through
+    each other (constants, views, scalars, buffers and their deallocation)."""
+    top = {op.operation for op in kernel.entry_block.operations}
+    needed: set[ir.Operation] = set()
+    pending = [user, *nested_ops(user)]
+    while pending:
+        for value in pending.pop().operands:
+            owner = _operation(value.owner)
+            if not isinstance(owner, ir.Block) and owner in top and owner not in needed:
+                needed.add(owner)
+                pending.append(owner)
+    for op in top:
+        if op.name == "memref.dealloc" and _operation(op.operands[0].owner) in needed:
+            needed.add(op)
+    return needed
 
 
 # Trips the chunked loop should have at least: a 16-core team gets 4 or more each.
@@ -237,23 +307,69 @@ def _rows_of_chunk(loop: ir.Operation) -> None:
     erase_op(loop)
 
 
-def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[Bound], min_bytes: int) -> None:
-    """Move the body into kernel_N_chunk and call kernel_N_parallel over the loop's
-    range; where the kernel's size is known only at run time, only when it moves
-    `min_bytes` or more (else the chunk, over the whole range)."""
+def _split(kernel: func.FuncOp, parts: list[tuple[ir.Operation, list[Bound]]], min_bytes: int) -> None:
+    """Move each chunked loop into a chunk function and call its parallel form over
+    its range where the loop was (one loop: kernel_N_chunk and kernel_N_parallel;
+    several: kernel_N_part<i>_...).  The kernel's other writes (a fill before the
+    loop, a vector loop's tail after it) stay where they were, on the caller's
+    thread: a parallel call returns when all its chunks are done.  Where the kernel's
+    size is known only at run time, the threads run it only when it moves
+    `min_bytes` or more (else each chunk function, over its whole range)."""
     name = kernel.sym_name.value
+    names = [name] if len(parts) == 1 else [f"{name}_part{i}" for i in range(len(parts))]
+    for part, (loop, bounds) in zip(names, parts, strict=True):
+        needed = _needed_outside(kernel, loop)
+        ops = [op.operation for op in kernel.entry_block.operations]
+        _outline(kernel, part, [o for o in ops if o in needed or o == loop or o.name == "func.return"], loop, bounds[2])
+    large = None
+    footprint = _footprint(kernel)
+    if footprint.dynamic:
+        with ir.InsertionPoint(parts[0][0]), kernel.location:
+            large = arith.cmpi(arith.CmpIPredicate.uge, footprint.emit(), _index(min_bytes))
+    for part, (loop, bounds) in zip(names, parts, strict=True):
+        with ir.InsertionPoint(loop), kernel.location:
+            args = [*kernel.entry_block.arguments, *(_index(b) for b in bounds[:2])]
+            _call_parts(part, args, large)
+        erase_op(loop)
+    # The kernel keeps its serial ops, its buffers' views of its pointers (sized by
+    # its size arguments), and what they read: the calls' ranges (merged loops' trip
+    # counts) among them.  The chunks have their own copies of the rest.
+    top = [op.operation for op in kernel.entry_block.operations]
+    kept = {o for o in top if not _clonable(o) or o.name in ("arith.constant", "memref.reinterpret_cast")}
+    for o in list(kept):
+        kept |= _needed_outside(kernel, o)
+    for o in reversed(top):
+        if o not in kept:
+            erase_op(o)
+
+
+def _call_parts(part: str, args: list[ir.Value], large: ir.Value | None) -> None:
+    """Call `part`_parallel, or, when `large` (a run-time size check) is false,
+    `part`_chunk over the whole range on this thread."""
+    if large is None:
+        func.CallOp([], ir.FlatSymbolRefAttr.get(f"{part}_parallel"), args)
+        return
+    branch = scf.IfOp(large, has_else=True)
+    for block, suffix in ((branch.then_block, "_parallel"), (branch.else_block, "_chunk")):
+        with ir.InsertionPoint(block):
+            func.CallOp([], ir.FlatSymbolRefAttr.get(f"{part}{suffix}"), args)
+            scf.YieldOp([])
+
+
+def _outline(kernel: func.FuncOp, part: str, ops: list[ir.Operation], loop: ir.Operation, step: int) -> None:
+    """`part`_chunk: `ops` cloned, `loop` running [lo, hi); and `part`_parallel,
+    declared with the loop's step for mlirc-cpu-omp-dispatch to define."""
     ftype = ir.FunctionType(kernel.attributes["function_type"].value)
     index = ir.IndexType.get()
     chunk_type = ir.FunctionType.get([*ftype.inputs, index, index], [])
     with ir.InsertionPoint(kernel), kernel.location:
-        chunk = func.FuncOp(f"{name}_chunk", chunk_type, visibility="private")
-        parallel = func.FuncOp(f"{name}_parallel", chunk_type, visibility="private")
-    parallel.attributes[PARALLEL_ATTR] = ir.DenseI64ArrayAttr.get([bounds[2]])
+        chunk = func.FuncOp(f"{part}_chunk", chunk_type, visibility="private")
+        parallel = func.FuncOp(f"{part}_parallel", chunk_type, visibility="private")
+    parallel.attributes[PARALLEL_ATTR] = ir.DenseI64ArrayAttr.get([step])
     block = chunk.add_entry_block()
     mapping = dict(zip(kernel.entry_block.arguments, block.arguments, strict=False))
     lo, hi = block.arguments[len(ftype.inputs)], block.arguments[len(ftype.inputs) + 1]
-    body = [op.operation for op in kernel.entry_block.operations]
-    for o in body:
+    for o in ops:
         clone = o.clone(ir.InsertionPoint(block))
         remap_operands(clone, mapping)
         for old, new in zip(o.results, clone.results, strict=True):
@@ -262,29 +378,6 @@ def _split(kernel: func.FuncOp, loop: ir.Operation, bounds: list[Bound], min_byt
             clone.operands[0], clone.operands[1] = lo, hi
             del clone.attributes[PARALLEL_LOOP_ATTR]
             _rows_of_chunk(clone)
-    # The kernel keeps what sizes the buffers and the range (merged loops' trip
-    # counts): the chunk has its own copy of the rest.
-    kept = {v.owner for v in bounds[:2] if isinstance(v, ir.Value) and not isinstance(v.owner, ir.Block)}
-    for o in reversed(body):
-        used = any(list(r.uses) for r in o.results)
-        if not used and o not in kept and o.name not in ("arith.constant", "memref.reinterpret_cast"):
-            erase_op(o)
-    with ir.InsertionPoint(kernel.entry_block), kernel.location:
-        lb, ub = (_index(b) for b in bounds[:2])
-        args = [*kernel.entry_block.arguments, lb, ub]
-        footprint = _footprint(kernel)
-        if not footprint.dynamic:
-            func.CallOp([], ir.FlatSymbolRefAttr.get(f"{name}_parallel"), args)
-        else:
-            large = arith.cmpi(arith.CmpIPredicate.uge, footprint.emit(), _index(min_bytes))
-            branch = scf.IfOp(large, has_else=True)
-            with ir.InsertionPoint(branch.then_block):
-                func.CallOp([], ir.FlatSymbolRefAttr.get(f"{name}_parallel"), args)
-                scf.YieldOp([])
-            with ir.InsertionPoint(branch.else_block):
-                func.CallOp([], ir.FlatSymbolRefAttr.get(f"{name}_chunk"), args)
-                scf.YieldOp([])
-        func.ReturnOp([])
 
 
 @dataclass(frozen=True)
@@ -305,17 +398,14 @@ def cpu_parallelize(module: ir.Operation, options: CpuParallelizeOptions) -> Non
     for kernel in kernels:
         if kernel.is_external:
             continue
-        found = _chunkable_loop(kernel)
-        threshold = options.parallel_min_kib
-        if found is not None and threshold >= 0 and _large(kernel, threshold * 1024):
-            _split(kernel, *_coalesce(*found), threshold * 1024)
+        threshold = options.parallel_min_kib * 1024
+        if threshold < 0 or not _footprint(kernel).large(threshold):
+            _drop_marks(kernel.operation)
+            continue
+        found = _chunkable_loops(kernel, threshold)
+        if found is not None:
+            _split(kernel, [_coalesce(*loop) for loop in found], threshold)
         _drop_marks(kernel.operation)
-
-
-def _large(kernel: func.FuncOp, min_bytes: int) -> bool:
-    """Does the kernel move `min_bytes` or more (or may it, at run time)?"""
-    footprint = _footprint(kernel)
-    return bool(footprint.dynamic) or footprint.static >= min_bytes
 
 
 def _drop_marks(op: ir.Operation) -> None:

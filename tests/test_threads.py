@@ -30,20 +30,81 @@ def test_more_threads_than_rows(threads):
     compile_and_compare(lambda x: (torch.exp(x), x.amax(-1, keepdim=True)), x)
 
 
-def test_kernels_are_dispatched_to_openmp(monkeypatch, tmp_path):
+def _dumped_llvm_ir(monkeypatch, folder, run) -> list[str]:
+    """The kernels' LLVM IR (as MLIRC_DUMP_DIR writes it) of what `run()` compiles."""
     from mlirc.config import config
 
-    def llvm_ir(fn, x, folder):  # the kernels' LLVM IR, as MLIRC_DUMP_DIR writes it
-        monkeypatch.setattr(config, "dump_dir", str(tmp_path / folder))
-        torch._dynamo.reset()
-        compile_and_compare(fn, x)
-        return [p.read_text() for p in (tmp_path / folder).glob("*.llvm.ll")]
+    monkeypatch.setattr(config, "dump_dir", str(folder))
+    torch._dynamo.reset()
+    run()
+    return [p.read_text() for p in folder.glob("*.llvm.ll")]
+
+
+def test_kernels_are_dispatched_to_openmp(monkeypatch, tmp_path):
+    def llvm_ir(fn, x, folder):
+        return _dumped_llvm_ir(monkeypatch, tmp_path / folder, lambda: compile_and_compare(fn, x))
 
     big = llvm_ir(lambda x: torch.tanh(x) + x.sum(-1, keepdim=True), torch.randn(512, 1024), "big")
     assert any("GOMP_parallel" in text for text in big), "no kernel was dispatched to threads"
     small = llvm_ir(lambda x: torch.tanh(x) + 1, torch.randn(4, 8), "small")
     assert small and not any("GOMP_parallel" in text for text in small), "a tiny kernel paid for a fork/join"
     assert mlirc.stats().fallback_nodes == 0
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_rows_then_their_sums_run_each_loop_on_threads(threads, monkeypatch, tmp_path, count):
+    """A kernel of two loops (a loss backward's rows, then their sums, which read every
+    element the first wrote) runs one parallel region per loop, in order."""
+    threads(count)
+
+    def loss_rows(target, keep, scale, total):
+        onehot = torch.arange(1000) == target[:, None]
+        rows = torch.where(keep[:, None] & onehot, -(scale / total), 0.0)
+        return rows * torch.arange(1000.0), (rows * torch.arange(1000.0)).sum(-1)
+
+    args = (torch.randint(0, 1000, (251,)), torch.rand(251) > 0.2, torch.tensor(2.5), torch.tensor(7.0))
+    texts = _dumped_llvm_ir(monkeypatch, tmp_path, lambda: compile_and_compare(loss_rows, *args))
+    assert any("_part0_parallel" in t and "_part1_parallel" in t for t in texts), "the two loops stayed serial"
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_rows_of_a_shifted_slice_run_on_threads(threads, monkeypatch, tmp_path, count):
+    """A language model's loss reads logits[:, :-1] as rows: each row is cut from the
+    slice (mlirc-cpu-fuse-rows), not from a copy of it made before the loop."""
+    threads(count)
+    logits = torch.randn(3, 65, 1001)
+
+    def shifted_log_softmax(logits):
+        return torch.log_softmax(logits[:, :-1].reshape(-1, 1001), -1)
+
+    texts = _dumped_llvm_ir(monkeypatch, tmp_path, lambda: compile_and_compare(shifted_log_softmax, logits))
+    assert any("GOMP_parallel" in t for t in texts), "the row loop stayed serial"
+
+
+def test_optimizer_update_with_bias_corrections_runs_on_threads(threads, monkeypatch, tmp_path):
+    """Adam's bias corrections are computed once per call before the update's loop
+    (mlirc-cpu-hoist-invariant-scalars); each chunk recomputes them, and the loop
+    still runs on threads."""
+    threads(3)
+    torch.manual_seed(0)
+    weights = [torch.randn(301, 517), torch.randn(517)]
+    params = {backend: [torch.nn.Parameter(w.clone()) for w in weights] for backend in ("eager", "mlirc")}
+    grads = [[torch.randn_like(w) for w in weights] for _ in range(3)]
+    optimizers = {b: torch.optim.AdamW(p, lr=1e-2, foreach=True) for b, p in params.items()}
+    steps = {"eager": optimizers["eager"].step, "mlirc": torch.compile(optimizers["mlirc"].step, backend="mlirc")}
+
+    def train():
+        for step_grads in grads:
+            for backend, ps in params.items():
+                for p, g in zip(ps, step_grads, strict=True):
+                    p.grad = g.clone()
+                steps[backend]()
+
+    texts = _dumped_llvm_ir(monkeypatch, tmp_path, train)
+    for got, want in zip(params["mlirc"], params["eager"], strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    updates = [t for t in texts if "llvm.pow.f32" in t]
+    assert updates and all("GOMP_parallel" in t for t in updates), "the update kernels stayed serial"
 
 
 @pytest.mark.parametrize("count", [1, 3])

@@ -25,11 +25,18 @@ func.func @big(%a: memref<256x512xf32>, %out: memref<256x512xf32>) attributes {m
   return
 }
 
-// A write outside the loop (the fill) would race between chunks: stays serial.
-// CHECK-LABEL: func.func @filled(
-// CHECK-NOT: mlirc.parallel
-// CHECK: linalg.fill
+// A write outside the loop (the fill) stays in the kernel, on the caller's thread,
+// before the parallel call that replaces the loop: chunks never re-run it, and the
+// call starts after it is done.
+// CHECK-LABEL: func.func private @filled_chunk
+// CHECK-NOT: linalg.fill
 // CHECK: scf.for
+// CHECK-LABEL: func.func @filled(
+// CHECK: linalg.fill
+// CHECK-NEXT: arith.constant 0
+// CHECK-NEXT: arith.constant 256
+// CHECK-NEXT: call @filled_parallel
+// CHECK-NEXT: return
 func.func @filled(%a: memref<256x512xf32>, %out: memref<256x512xf32>) attributes {mlirc.kernel} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -143,6 +150,180 @@ func.func @sized_nest(%pa: memref<f32>, %pout: memref<f32>, %n: index, %m: index
       %dst = memref.subview %out[%i, %j, 0] [1, 1, 64] [1, 1, 1] : memref<?x?x64xf32, strided<[?, 64, 1]>> to memref<64xf32, strided<[1], offset: ?>>
       memref.copy %row, %dst : memref<64xf32, strided<[1], offset: ?>> to memref<64xf32, strided<[1], offset: ?>>
     } {mlirc.parallel_loop}
+  } {mlirc.parallel_loop}
+  return
+}
+
+// Scalar math on a 0-d input before the loop (mlirc-cpu-hoist-invariant-scalars:
+// an optimizer's bias correction) writes nothing: each chunk computes it again.
+// CHECK-LABEL: func.func private @scaled_chunk
+// CHECK: memref.load %arg0[]
+// CHECK: math.powf
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step
+// CHECK-LABEL: func.func @scaled(
+// CHECK-NOT: math.powf
+// CHECK: call @scaled_parallel(%arg0, %arg1, %arg2, %c0{{.*}}, %c256{{.*}})
+func.func @scaled(%step: memref<f32>, %a: memref<256x512xf32>, %out: memref<256x512xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  %beta = arith.constant 0.9 : f32
+  %t = memref.load %step[] : memref<f32>
+  %power = math.powf %beta, %t : f32
+  scf.for %i = %c0 to %c256 step %c1 {
+    scf.for %j = %c0 to %c512 step %c1 {
+      %x = memref.load %a[%i, %j] : memref<256x512xf32>
+      %y = arith.mulf %x, %power : f32
+      memref.store %y, %out[%i, %j] : memref<256x512xf32>
+    }
+  } {mlirc.parallel_loop}
+  return
+}
+
+// Two marked loops (a row group whose reduction reads the rows the first loop
+// wrote): one parallel call each, in order, each chunk cloning only what its loop
+// reads (the first loop's scratch row stays with it).
+// CHECK-LABEL: func.func private @two_loops_part0_chunk
+// CHECK: memref.alloca() : memref<512xf32>
+// CHECK-NOT: memref.load %arg1
+// CHECK: return
+// CHECK: func.func private @two_loops_part0_parallel({{.*}}) attributes {mlirc.parallel = array<i64: 1>}
+// CHECK-LABEL: func.func private @two_loops_part1_chunk
+// CHECK-NOT: memref.alloca
+// CHECK: return
+// CHECK: func.func private @two_loops_part1_parallel({{.*}}) attributes {mlirc.parallel = array<i64: 1>}
+// CHECK-LABEL: func.func @two_loops(
+// CHECK-NOT: scf.for
+// CHECK: call @two_loops_part0_parallel(%arg0, %arg1, %arg2, %c0{{.*}}, %c256{{.*}})
+// CHECK: call @two_loops_part1_parallel(%arg0, %arg1, %arg2, %c0{{.*}}, %c256{{.*}})
+// CHECK-NEXT: return
+func.func @two_loops(%a: memref<256x512xf32>, %rows: memref<256x512xf32>, %sums: memref<256xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  %zero = arith.constant 0.0 : f32
+  %scratch = memref.alloca() : memref<512xf32>
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %scratch : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32>
+    memref.copy %scratch, %dst : memref<512xf32> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  scf.for %i = %c0 to %c256 step %c1 {
+    %sum = scf.for %j = %c0 to %c512 step %c1 iter_args(%acc = %zero) -> f32 {
+      %x = memref.load %rows[%i, %j] : memref<256x512xf32>
+      %next = arith.addf %acc, %x : f32
+      scf.yield %next : f32
+    }
+    memref.store %sum, %sums[%i] : memref<256xf32>
+  } {mlirc.parallel_loop}
+  return
+}
+
+// Two loops passing data through a buffer allocated outside them: a chunk of the
+// second would read its own, unwritten copy.  Serial.
+// CHECK-LABEL: func.func @shared_scratch(
+// CHECK-NOT: call
+// CHECK: memref.alloc()
+// CHECK: scf.for
+// CHECK: scf.for
+func.func @shared_scratch(%a: memref<256x512xf32>, %out: memref<256x512xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %tmp = memref.alloc() : memref<256x512xf32>
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %tmp[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %tmp[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %out[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  memref.dealloc %tmp : memref<256x512xf32>
+  return
+}
+
+// A vector loop's tail, after the loop, runs on the caller's thread once the
+// parallel call returns (155617 = 16 * 9726 + 1: one element left over).
+// CHECK-LABEL: func.func private @tail_chunk
+// CHECK-NOT: vector.transfer_write
+// CHECK: scf.for
+// CHECK: vector.transfer_write
+// CHECK-NOT: vector.transfer_write
+// CHECK: return
+// CHECK-LABEL: func.func @tail(
+// CHECK-NOT: scf.for
+// CHECK: call @tail_parallel(%arg0, %arg1, %c0{{.*}}, %c155616{{.*}})
+// CHECK: vector.transfer_read %{{.*}} : memref<1xf32, strided<[1], offset: 155616>>, vector<1xf32>
+// CHECK: vector.transfer_write
+// CHECK-NEXT: return
+func.func @tail(%a: memref<155617xf32>, %out: memref<155617xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c155616 = arith.constant 155616 : index
+  %pad = ub.poison : f32
+  scf.for %i = %c0 to %c155616 step %c16 {
+    %x = vector.transfer_read %a[%i], %pad {in_bounds = [true]} : memref<155617xf32>, vector<16xf32>
+    %y = math.exp %x : vector<16xf32>
+    vector.transfer_write %y, %out[%i] {in_bounds = [true]} : vector<16xf32>, memref<155617xf32>
+  } {mlirc.parallel_loop}
+  %last = memref.subview %a[155616] [1] [1] : memref<155617xf32> to memref<1xf32, strided<[1], offset: 155616>>
+  %dst = memref.subview %out[155616] [1] [1] : memref<155617xf32> to memref<1xf32, strided<[1], offset: 155616>>
+  %x = vector.transfer_read %last[%c0], %pad {in_bounds = [true]} : memref<1xf32, strided<[1], offset: 155616>>, vector<1xf32>
+  %y = math.exp %x : vector<1xf32>
+  vector.transfer_write %y, %dst[%c0] {in_bounds = [true]} : vector<1xf32>, memref<1xf32, strided<[1], offset: 155616>>
+  return
+}
+
+// A serial op that reads what a loop's scratch buffer holds would see another
+// chunk's copy: a buffer both use keeps the kernel serial.
+// CHECK-LABEL: func.func @scratch_read_after(
+// CHECK-NOT: call
+// CHECK: scf.for
+// CHECK: memref.copy
+func.func @scratch_read_after(%a: memref<256x512xf32>, %out: memref<256x512xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %tmp = memref.alloc() : memref<256x512xf32>
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %tmp[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  memref.copy %tmp, %out : memref<256x512xf32> to memref<256x512xf32>
+  memref.dealloc %tmp : memref<256x512xf32>
+  return
+}
+
+// Of several loops (merged kernels: an optimizer's weight and its bias), only one
+// that moves 128 KiB itself is chunked; a fork/join for the 16-element bias would
+// cost more than its loop: it runs in place, on the caller's thread.
+// CHECK-LABEL: func.func private @weight_and_bias_chunk
+// CHECK-NOT: func.func private @weight_and_bias_part
+// CHECK-LABEL: func.func @weight_and_bias(
+// CHECK: call @weight_and_bias_parallel(%arg0, %arg1, %arg2, %arg3, %c0{{.*}}, %c256{{.*}})
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16
+// CHECK-NOT: mlirc.parallel_loop
+// CHECK: return
+func.func @weight_and_bias(%w: memref<256x512xf32>, %nw: memref<256x512xf32>, %b: memref<16xf32>, %nb: memref<16xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %w[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %nw[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  scf.for %i = %c0 to %c16 step %c1 {
+    %x = memref.load %b[%i] : memref<16xf32>
+    memref.store %x, %nb[%i] : memref<16xf32>
   } {mlirc.parallel_loop}
   return
 }
