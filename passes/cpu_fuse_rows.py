@@ -185,10 +185,46 @@ class RowLoopBuilder:
         if all(o == 0 for o in offsets):
             return value  # read whole by every row (a weight, a bias)
         key = (value, tuple(sizes), tuple(id(v) if isinstance(v, ir.Value) else v for v in offsets))
+        if key not in self.slices and (through := self._row_through_collapse(value, exprs)) is not None:
+            self.slices[key] = through
         if key not in self.slices:
             sizes = [tensor.dim(value, _index(i)) if s == DYNAMIC else s for i, s in enumerate(sizes)]
             self.slices[key] = le.extract_slice(value, offsets, sizes)
         return self.slices[key]
+
+    def _row_through_collapse(self, value: ir.Value, exprs: list[ir.AffineExpr]) -> ir.Value | None:
+        """A row of a collapsed tensor, sliced from the tensor before the collapse
+        (the row index delinearized over the dims it merged) and collapsed alone.  A
+        collapse of a slice (a loss over `logits[:, :-1]`) is no view of a buffer:
+        rows cut after it made bufferization copy the whole slice first, outside the
+        loop, where that copy kept the kernel off threads (mlirc-cpu-parallelize)."""
+        collapse = value.owner
+        if isinstance(collapse, ir.Block) or collapse.name != "tensor.collapse_shape":
+            return None
+        source = collapse.operands[0]
+        if not ir.RankedTensorType(source.type).has_static_shape:
+            return None
+        shape = _shape(source)
+        reassociation = collapse.attributes["reassociation"]
+        groups = [[ir.IntegerAttr(d).value for d in ir.ArrayAttr(g)] for g in ir.ArrayAttr(reassociation)]
+        offsets: list[Size] = []
+        sizes: list[int] = []
+        for expr, group in zip(exprs, groups, strict=True):
+            position = ir.AffineDimExpr(expr).position if isinstance(expr, ir.AffineDimExpr) else None
+            if position is None or position >= self.rows:
+                offsets += [0] * len(group)
+                sizes += [shape[d] for d in group]
+                continue
+            flat, inner = self.row_ivs[position], []
+            for d in reversed(group[1:]):
+                inner.append(arith.remui(flat, _index(shape[d])))
+                flat = arith.divui(flat, _index(shape[d]))
+            offsets += [flat, *reversed(inner)]
+            sizes += [1] * len(group)
+        row = le.extract_slice(source, offsets, sizes)
+        collapsed = [math.prod(sizes[d] for d in group) for group in groups]
+        row_type = ir.RankedTensorType.get(collapsed, ir.RankedTensorType(value.type).element_type)
+        return tensor.CollapseShapeOp(row_type, row, reassociation).result
 
     def _insert(self, row: ir.Value, into: ir.Value) -> ir.Value:
         rank = len(_shape(into))

@@ -158,3 +158,47 @@ func.func @head(%x: tensor<13x17xf32>, %w: tensor<3x17xf32>, %b: tensor<3xf32>) 
   %2 = call @kernel_12(%1) : (tensor<13x3xf32>) -> tensor<13xf32>
   return %2 : tensor<13xf32>
 }
+
+// Rows of a collapsed slice (a loss over logits[:, :-1], 3 x 7 of 3 x 8 rows): each
+// row is sliced from the slice before the collapse, its index delinearized, and
+// collapsed alone.  Cut after the collapse, bufferization copied the whole slice
+// before the loop (no view merges its strided dims), and that copy kept the kernel
+// off threads.
+// CHECK-LABEL: func.func @rows_2(
+// CHECK: %[[S:.*]] = tensor.extract_slice %arg0[0, 0, 0] [3, 7, 11] [1, 1, 1]
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %c21
+// CHECK: %[[T:.*]] = arith.remui %[[I]], %c7
+// CHECK: %[[Q:.*]] = arith.divui %[[I]], %c7
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %[[S]][%[[Q]], %[[T]], 0] [1, 1, 11] [1, 1, 1]
+// CHECK: %[[R:.*]] = tensor.collapse_shape %[[ROW]] {{\[}}[0, 1], [2]] : tensor<1x1x11xf32> into tensor<1x11xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[R]] : tensor<1x11xf32>)
+// CHECK: } {mlirc.parallel_loop}
+func.func @kernel_20(%l: tensor<3x8x11xf32>) -> tensor<21xf32> attributes {mlirc.kernel} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %s = tensor.extract_slice %l[0, 0, 0] [3, 7, 11] [1, 1, 1] : tensor<3x8x11xf32> to tensor<3x7x11xf32>
+  %c = tensor.collapse_shape %s [[0, 1], [2]] : tensor<3x7x11xf32> into tensor<21x11xf32>
+  %e = tensor.empty() : tensor<21xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<21xf32>) -> tensor<21xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #rowv], iterator_types = ["parallel", "reduction"]} ins(%c : tensor<21x11xf32>) outs(%f : tensor<21xf32>) {
+  ^bb0(%p: f32, %out: f32):
+    %m = arith.maximumf %p, %out : f32
+    linalg.yield %m : f32
+  } -> tensor<21xf32>
+  return %r : tensor<21xf32>
+}
+func.func @kernel_21(%l: tensor<3x8x11xf32>, %m: tensor<21xf32>) -> tensor<21x11xf32> attributes {mlirc.kernel} {
+  %s = tensor.extract_slice %l[0, 0, 0] [3, 7, 11] [1, 1, 1] : tensor<3x8x11xf32> to tensor<3x7x11xf32>
+  %c = tensor.collapse_shape %s [[0, 1], [2]] : tensor<3x7x11xf32> into tensor<21x11xf32>
+  %e = tensor.empty() : tensor<21x11xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #rowv, #id2], iterator_types = ["parallel", "parallel"]} ins(%c, %m : tensor<21x11xf32>, tensor<21xf32>) outs(%e : tensor<21x11xf32>) {
+  ^bb0(%p: f32, %q: f32, %out: f32):
+    %d = arith.subf %p, %q : f32
+    linalg.yield %d : f32
+  } -> tensor<21x11xf32>
+  return %r : tensor<21x11xf32>
+}
+func.func @shifted(%l: tensor<3x8x11xf32>) -> tensor<21x11xf32> attributes {mlirc.entry} {
+  %0 = call @kernel_20(%l) : (tensor<3x8x11xf32>) -> tensor<21xf32>
+  %1 = call @kernel_21(%l, %0) : (tensor<3x8x11xf32>, tensor<21xf32>) -> tensor<21x11xf32>
+  return %1 : tensor<21x11xf32>
+}
