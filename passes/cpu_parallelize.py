@@ -161,7 +161,10 @@ def _chunkable_loops(kernel: func.FuncOp, min_bytes: int) -> list[tuple[ir.Opera
             if op.name in ALLOCATIONS:
                 users[op] = users.get(op, 0) + 1
     for loop in loops:
-        if any(users[op] > 1 for op in _needed_outside(kernel, loop) if op.name in ALLOCATIONS):
+        needed = _needed_outside(kernel, loop)
+        if any(users[op] > 1 for op in needed if op.name in ALLOCATIONS):
+            return None
+        if any(_written_between(top, op, loop) for op in needed if op.name == "memref.load"):
             return None
     found = []
     for loop in loops:
@@ -172,6 +175,14 @@ def _chunkable_loops(kernel: func.FuncOp, min_bytes: int) -> list[tuple[ir.Opera
             return None
         found.append((loop, [lb, ub, step]))
     return found
+
+
+def _written_between(top: list[ir.Operation], load: ir.Operation, loop: ir.Operation) -> bool:
+    """Might memory change between a load and the loop that reads its value?  Each
+    chunk loads again where the loop stood; an op or loop in between may write the
+    loaded buffer, or one aliasing it (an output written over its input in place)."""
+    between = top[top.index(load) + 1 : top.index(loop)]
+    return any(not _clonable(o) or _marked_loop(o) for o in between)
 
 
 def _operation(owner: ir.OpView | ir.Operation | ir.Block) -> ir.Operation | ir.Block:

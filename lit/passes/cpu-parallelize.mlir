@@ -327,3 +327,30 @@ func.func @weight_and_bias(%w: memref<256x512xf32>, %nw: memref<256x512xf32>, %b
   } {mlirc.parallel_loop}
   return
 }
+
+// A 0-d load before a write that may change what it read (the output may be its
+// input, written in place): a chunk loading again where the loop stood could read
+// the new value.  Serial.
+// CHECK-LABEL: func.func @load_then_store(
+// CHECK-NOT: call
+// CHECK: memref.load
+// CHECK: memref.store
+// CHECK: scf.for
+func.func @load_then_store(%step: memref<f32>, %new_step: memref<f32>, %a: memref<256x512xf32>, %out: memref<256x512xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  %one = arith.constant 1.0 : f32
+  %t = memref.load %step[] : memref<f32>
+  %t1 = arith.addf %t, %one : f32
+  memref.store %t1, %new_step[] : memref<f32>
+  scf.for %i = %c0 to %c256 step %c1 {
+    scf.for %j = %c0 to %c512 step %c1 {
+      %x = memref.load %a[%i, %j] : memref<256x512xf32>
+      %y = arith.mulf %x, %t : f32
+      memref.store %y, %out[%i, %j] : memref<256x512xf32>
+    }
+  } {mlirc.parallel_loop}
+  return
+}
