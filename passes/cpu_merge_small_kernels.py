@@ -16,9 +16,9 @@ run one after another in their order, in one call, and what they pass each other
 becomes the merged kernel's own temporaries (allocated inside it, 1-D ones on its
 stack) instead of the host's buffers.  Small means a footprint (operands and
 results) of at most `max-kib`: such a kernel runs on one thread anyway
-(mlirc-cpu-parallelize splits only kernels that move at least its `parallel_min_kib`,
-128 by default, and never a kernel with several loop nests), so merging loses no
-parallelism, and a member's intermediates stay small.
+(mlirc-cpu-parallelize splits only loops that move at least its `parallel_min_kib`,
+128 by default), so merging loses no parallelism, and a member's intermediates stay
+small.
 
 What joins a run: a call of a generated kernel of static sizes that computes (not a
 library call, an in-place scatter, a GPU group, a kernel compiled for every size, one

@@ -1,26 +1,33 @@
-"""mlirc-cpu-parallelize: split a kernel's outermost parallel loop into chunks.
+"""mlirc-cpu-parallelize: split a kernel's outermost parallel loops into chunks.
 
-Runs on bufferized kernels.  A kernel whose only memory writes happen inside one
-outermost loop marked `mlirc.parallel_loop` (by mlirc-cpu-vectorize, for a loop
-over a parallel dim) and that moves enough data becomes
+Runs on bufferized kernels.  A loop at the top of a kernel marked
+`mlirc.parallel_loop` (by mlirc-cpu-vectorize, for a loop over a parallel dim), in a
+kernel that moves enough data, becomes
 
-    func @kernel_N_chunk(<args>, %lo: index, %hi: index)     -- the old body, that
+    func @kernel_N_chunk(<args>, %lo: index, %hi: index)     -- what the loop reads
+                                                               outside it, and the
                                                                loop running [lo, hi)
     func private @kernel_N_parallel(<args>, index, index) {mlirc.parallel = [step]}
     func @kernel_N(<args>)
+        ...                                  -- the kernel's other writes, in place
         call @kernel_N_parallel(<args>, lb, ub)
+        ...
 
 mlirc-cpu-omp-dispatch later defines kernel_N_parallel: a GOMP_parallel call that
-runs the chunks of [lb, ub) on torch's own OpenMP threads.  A kernel with writes
-outside the loop (a fill of the whole output, a copy) stays serial: chunks would
-race.  Scalar math before the loop on 0-d inputs (an optimizer's bias corrections)
-is recomputed by each chunk.  A kernel of several marked loops in a row (a row
-group's rows, then a reduction over them) makes one parallel call per loop, in
-order, unless two of them share a buffer allocated outside them.  A kernel of
-run-time sizes (mlirc-cpu-size-args) may have a loop bound that
-is a size argument; whether it moves enough data to be worth the threads is then
-decided at run time, and a small call runs its one chunk, [lb, ub), on the caller's
-thread.
+runs the chunks of [lb, ub) on torch's own OpenMP threads and returns when they are
+done.  So the kernel's writes outside its loops (a fill before the loop, a vector
+loop's tail after it) stay where they were, on the caller's thread, in program
+order.  A chunk clones what its loop reads from outside it: constants, views, index
+and scalar math, scalar math on 0-d inputs (an optimizer's bias corrections, loaded
+again by each chunk, so only where nothing may write between the load and the
+loop), and scratch buffers (one per thread; a buffer that two loops, or a loop and
+a write outside it, share keeps the kernel serial).  A kernel of several marked
+loops (a row group's rows, then a reduction over them; merged small kernels) makes
+one parallel call per loop that moves enough data itself (kernel_N_part<i>_...),
+the others running in place.  A kernel of run-time sizes (mlirc-cpu-size-args) may
+have a loop bound that is a size argument; whether it moves enough data to be worth
+the threads is then decided at run time, and a small call runs each chunk function
+over its whole range on the caller's thread.
 """
 
 from __future__ import annotations
@@ -182,7 +189,7 @@ def _written_between(top: list[ir.Operation], load: ir.Operation, loop: ir.Opera
     chunk loads again where the loop stood; an op or loop in between may write the
     loaded buffer, or one aliasing it (an output written over its input in place)."""
     between = top[top.index(load) + 1 : top.index(loop)]
-    return any(not _clonable(o) or _marked_loop(o) for o in between)
+    return any(not _clonable(o) for o in between)
 
 
 def _operation(owner: ir.OpView | ir.Operation | ir.Block) -> ir.Operation | ir.Block:
