@@ -185,11 +185,12 @@ class RowLoopBuilder:
         if all(o == 0 for o in offsets):
             return value  # read whole by every row (a weight, a bias)
         key = (value, tuple(sizes), tuple(id(v) if isinstance(v, ir.Value) else v for v in offsets))
-        if key not in self.slices and (through := self._row_through_collapse(value, exprs)) is not None:
-            self.slices[key] = through
         if key not in self.slices:
-            sizes = [tensor.dim(value, _index(i)) if s == DYNAMIC else s for i, s in enumerate(sizes)]
-            self.slices[key] = le.extract_slice(value, offsets, sizes)
+            row = self._row_through_collapse(value, exprs)
+            if row is None:
+                sizes = [tensor.dim(value, _index(i)) if s == DYNAMIC else s for i, s in enumerate(sizes)]
+                row = le.extract_slice(value, offsets, sizes)
+            self.slices[key] = row
         return self.slices[key]
 
     def _row_through_collapse(self, value: ir.Value, exprs: list[ir.AffineExpr]) -> ir.Value | None:
@@ -199,7 +200,7 @@ class RowLoopBuilder:
         rows cut after it made bufferization copy the whole slice first, outside the
         loop, where that copy kept the kernel off threads (mlirc-cpu-parallelize)."""
         collapse = value.owner
-        if isinstance(collapse, ir.Block) or collapse.name != "tensor.collapse_shape":
+        if isinstance(collapse, ir.Block) or collapse.operation.name != "tensor.collapse_shape":
             return None
         source = collapse.operands[0]
         if not ir.RankedTensorType(source.type).has_static_shape:

@@ -160,18 +160,18 @@ def _chunkable_loops(kernel: func.FuncOp, min_bytes: int) -> list[tuple[ir.Opera
     if not loops:
         return None
     serial = [o for o in top if o not in loops and not _clonable(o) and o.name != "func.return"]
+    needed = {user: _needed_outside(kernel, user) for user in [*loops, *serial]}
     users: dict[ir.Operation, int] = {}
-    for user in [*loops, *serial]:
-        for op in _needed_outside(kernel, user):
+    for user, ops in needed.items():
+        for op in ops:
             if user in loops and not _clonable(op):
                 return None
             if op.name in ALLOCATIONS:
                 users[op] = users.get(op, 0) + 1
     for loop in loops:
-        needed = _needed_outside(kernel, loop)
-        if any(users[op] > 1 for op in needed if op.name in ALLOCATIONS):
+        if any(users[op] > 1 for op in needed[loop] if op.name in ALLOCATIONS):
             return None
-        if any(_written_between(top, op, loop) for op in needed if op.name == "memref.load"):
+        if any(_written_between(top, op, loop) for op in needed[loop] if op.name == "memref.load"):
             return None
     found = []
     for loop in loops:
