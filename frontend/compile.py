@@ -73,7 +73,9 @@ def pass_options() -> PassOptions:
         "mlirc-outline-library-calls": OutlineLibraryCallsOptions(library_gemm=config.library_gemm),
         "mlirc-cpu-vectorize": CpuVectorizeOptions(vector_bytes=config.vector_bytes, vectorize=config.vectorize),
         "mlirc-cpu-parallelize": CpuParallelizeOptions(parallel_min_kib=config.parallel_min_kib),
-        "mlirc-cpu-merge-small-kernels": CpuMergeSmallKernelsOptions(max_kib=config.merge_kib),
+        "mlirc-cpu-merge-small-kernels": CpuMergeSmallKernelsOptions(
+            max_kib=config.merge_kib, large=bool(config.merge_large)
+        ),
         "mlirc-gpu-matmul": GpuMatmulOptions(mode=config.gpu_gemm, tile=config.gpu_gemm_tile),
     }
 

@@ -132,15 +132,20 @@ def callee(call: ir.Operation) -> str:
     return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
 
 
-def fuse_calls(group: list[ir.Operation], kernels: dict[str, func.FuncOp], name: str) -> func.FuncOp:
+def fuse_calls(
+    group: list[ir.Operation], kernels: dict[str, func.FuncOp], name: str, kept: set[ir.Value] = frozenset()
+) -> func.FuncOp:
     """Inline the kernels of `group` (calls in program order, the first a call) into
     one kernel `name`, called where the last member was.  Its arguments are the values
     the group reads from outside; its results, the members' results that someone
-    outside reads.  A member that is not a call (a reshape) is cloned into the body."""
+    outside reads, and those in `kept` (buffers the caller provides, not the kernel's
+    own temporaries).  A member that is not a call (a reshape) is cloned into the body."""
     members = set(group)
     produced = {r for m in group for r in m.results}
     inputs = list(dict.fromkeys(v for m in group for v in m.operands if v not in produced))
-    outputs = [r for m in group for r in m.results if any(u.owner.operation not in members for u in r.uses)]
+    outputs = [
+        r for m in group for r in m.results if r in kept or any(u.owner.operation not in members for u in r.uses)
+    ]
     anchor = kernels[callee(group[0])]
     with ir.InsertionPoint(anchor), anchor.location:
         fused = func.FuncOp(name, ([v.type for v in inputs], [v.type for v in outputs]))

@@ -2,6 +2,9 @@
 the same answers for every thread count, including counts that do not divide the
 loop's trips and more threads than trips; torch.set_num_threads is honoured."""
 
+import copy
+import re
+
 import pytest
 import torch
 from conftest import compile_and_compare
@@ -54,7 +57,7 @@ def test_kernels_are_dispatched_to_openmp(monkeypatch, tmp_path):
 @pytest.mark.parametrize("count", [1, 3])
 def test_rows_then_their_sums_run_each_loop_on_threads(threads, monkeypatch, tmp_path, count):
     """A kernel of two loops (a loss backward's rows, then their sums, which read every
-    element the first wrote) runs one parallel region per loop, in order."""
+    element the first wrote) runs both in one parallel region, a barrier between them."""
     threads(count)
 
     def loss_rows(target, keep, scale, total):
@@ -64,7 +67,9 @@ def test_rows_then_their_sums_run_each_loop_on_threads(threads, monkeypatch, tmp
 
     args = (torch.randint(0, 1000, (251,)), torch.rand(251) > 0.2, torch.tensor(2.5), torch.tensor(7.0))
     texts = _dumped_llvm_ir(monkeypatch, tmp_path, lambda: compile_and_compare(loss_rows, *args))
-    assert any("_part0_parallel" in t and "_part1_parallel" in t for t in texts), "the two loops stayed serial"
+    assert any("_part0_chunk" in t and "_part1_chunk" in t and "GOMP_barrier" in t for t in texts), (
+        "the two loops did not share one parallel region"
+    )
 
 
 @pytest.mark.parametrize("count", [1, 3])
@@ -79,6 +84,45 @@ def test_rows_of_a_shifted_slice_run_on_threads(threads, monkeypatch, tmp_path, 
 
     texts = _dumped_llvm_ir(monkeypatch, tmp_path, lambda: compile_and_compare(shifted_log_softmax, logits))
     assert any("GOMP_parallel" in t for t in texts), "the row loop stayed serial"
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5])
+def test_batch_norm_training_merged_with_large_kernels(threads, monkeypatch, tmp_path, count):
+    """With MLIRC_MERGE_LARGE, a training batch norm's statistics, running-stat
+    updates and normalization (and their backward) are one kernel per direction
+    whose large loops still run on threads, what they pass each other in host
+    buffers.  Odd sizes (rows that no thread count divides), fresh inputs every
+    step, eager's values, gradients and running statistics."""
+    from mlirc.config import config
+
+    monkeypatch.setattr(config, "merge_large", True)
+    threads(count)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.BatchNorm2d(24), torch.nn.ReLU())
+    models = {"eager": model, "mlirc": copy.deepcopy(model)}
+    compiled = torch.compile(models["mlirc"], backend="mlirc")
+    batches = [torch.randn(3, 24, 33, 29).to(memory_format=torch.channels_last) for _ in range(3)]
+    results: dict[str, list] = {"eager": [], "mlirc": []}
+
+    def train():
+        for x in batches:
+            for backend, fn in (("eager", models["eager"]), ("mlirc", compiled)):
+                leaf = x.clone().requires_grad_()
+                y = fn(leaf)
+                (y * torch.arange(y.numel()).reshape(y.shape).sin()).sum().backward()
+                results[backend].append((y.detach(), leaf.grad))
+
+    texts = _dumped_llvm_ir(monkeypatch, tmp_path, train)
+    for (y, g), (want_y, want_g) in zip(results["mlirc"], results["eager"], strict=True):
+        torch.testing.assert_close(y, want_y, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(g, want_g, rtol=1e-4, atol=1e-5)
+    for got, want in zip(models["mlirc"].state_dict().values(), models["eager"].state_dict().values(), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    for p, q in zip(models["mlirc"].parameters(), models["eager"].parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+    merged = [t for t in texts if re.search(r"merged_\d+_part1_chunk", t)]
+    assert len(merged) == 2, "forward and backward do not each merge several threaded loops into one kernel"
+    assert mlirc.stats().fallback_nodes == 0
 
 
 def test_optimizer_update_with_bias_corrections_runs_on_threads(threads, monkeypatch, tmp_path):

@@ -1,4 +1,5 @@
 // RUN: mlirc-opt %s -p mlirc-cpu-merge-small-kernels | FileCheck %s
+// RUN: mlirc-opt %s -p "mlirc-cpu-merge-small-kernels{large=1}" | FileCheck %s --check-prefix=LARGE
 // RUN: mlirc-opt %s -p "mlirc-cpu-merge-small-kernels{max-kib=-1}" | FileCheck %s --check-prefix=OFF
 // RUN: mlirc-opt %s -p "mlirc-cpu-merge-small-kernels{max-arguments=4}" | FileCheck %s --check-prefix=NARROW
 // RUN: mlirc-opt %s -p mlirc-cpu-merge-small-kernels,cse | FileCheck %s --check-prefix=CSE
@@ -7,8 +8,8 @@
 // partials (16), the mean -- read through a reshape -- and a parameter's update that
 // reads none of them.  All four are small: one kernel, their bodies inlined in
 // order, what they pass each other its own values; it is called where the last
-// member was, after the large kernel (128x256xf32: over 64 KiB, a call of its own)
-// that reads none of their results.  The library call reads the mean: the run ends
+// member was, after the large kernel (128x256xf32: over 64 KiB, a call of its own
+// unless `large`) that reads none of their results.  The library call reads the mean: the run ends
 // before it, and the kernel after it is alone (no merge of one).
 // CHECK-LABEL: func.func @merged_0
 // CHECK-SAME: (%[[X:.*]]: tensor<8x16xf64>, %[[P:.*]]: tensor<16xf32>, %[[G:.*]]: tensor<16xf32>) -> (tensor<1x16xf32>, tensor<16xf32>)
@@ -38,6 +39,23 @@
 // CHECK: %[[U:.*]]:2 = call @merged_1(%arg0, %arg1)
 // CHECK: return %[[D]], %[[U]]#0, %[[U]]#1
 // OFF-NOT: merged_
+// With `large` (MLIRC_MERGE_LARGE), larger kernels join too.  What a large member writes stays a result of
+// the merged kernel -- a buffer the host passes in, which mlirc-cpu-parallelize's
+// chunks write from every thread -- even where only a later member reads it (the
+// first negation below); only small members pass each other values of their own.
+// LARGE-LABEL: func.func @merged_0
+// LARGE-SAME: -> (tensor<1x16xf32>, tensor<128x256xf32>, tensor<16xf32>)
+// LARGE-LABEL: func.func @merged_2
+// LARGE-SAME: (%[[X:.*]]: tensor<128x256xf32>) -> (tensor<128x256xf32>, tensor<128x256xf32>)
+// LARGE: %[[NEG:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<128x256xf32>)
+// LARGE: %[[AGAIN:.*]] = linalg.generic {{.*}} ins(%[[NEG]] : tensor<128x256xf32>)
+// LARGE: return %[[NEG]], %[[AGAIN]]
+// LARGE-LABEL: func.func @main
+// LARGE: %[[M:.*]]:3 = call @merged_0(%arg0, %arg3, %arg1, %arg2)
+// LARGE: call @lib(%[[M]]#0)
+// LARGE-LABEL: func.func @third
+// LARGE: %[[T:.*]]:2 = call @merged_2(%arg0)
+// LARGE: return %[[T]]#1
 // With 4 buffers at most, the sums and the mean merge (the reshape after them stays
 // a view on the host); the update would make it 7.
 // NARROW-LABEL: func.func @merged_0
@@ -118,5 +136,10 @@ module attributes {mlirc.target = "cpu"} {
     %d = call @dot(%g, %m) : (tensor<16xf32>, tensor<4x16xf32>) -> tensor<4xf32>
     %w = call @update(%g, %p) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     return %d, %u, %w : tensor<4xf32>, tensor<16xf32>, tensor<16xf32>
+  }
+  func.func @third(%x: tensor<128x256xf32>) -> tensor<128x256xf32> attributes {mlirc.entry} {
+    %a = call @large(%x) : (tensor<128x256xf32>) -> tensor<128x256xf32>
+    %b = call @large(%a) : (tensor<128x256xf32>) -> tensor<128x256xf32>
+    return %b : tensor<128x256xf32>
   }
 }

@@ -182,22 +182,39 @@ func.func @scaled(%step: memref<f32>, %a: memref<256x512xf32>, %out: memref<256x
 }
 
 // Two marked loops (a row group whose reduction reads the rows the first loop
-// wrote): one parallel call each, in order, each chunk cloning only what its loop
-// reads (the first loop's scratch row stays with it).
+// wrote): one chunk function each, cloning only what its loop reads (the first
+// loop's scratch row stays with it), run in one parallel region: each thread takes
+// its share of the first loop, waits at a barrier for the others, then takes its
+// share of the second (one fork and join, not two; the region's end joins them).
 // CHECK-LABEL: func.func private @two_loops_part0_chunk
 // CHECK: memref.alloca() : memref<512xf32>
 // CHECK-NOT: memref.load %arg1
 // CHECK: return
-// CHECK: func.func private @two_loops_part0_parallel({{.*}}) attributes {mlirc.parallel = array<i64: 1>}
 // CHECK-LABEL: func.func private @two_loops_part1_chunk
 // CHECK-NOT: memref.alloca
 // CHECK: return
-// CHECK: func.func private @two_loops_part1_parallel({{.*}}) attributes {mlirc.parallel = array<i64: 1>}
-// CHECK-LABEL: func.func @two_loops(
-// CHECK-NOT: scf.for
-// CHECK: call @two_loops_part0_parallel(%arg0, %arg1, %arg2, %c0{{.*}}, %c256{{.*}})
-// CHECK: call @two_loops_part1_parallel(%arg0, %arg1, %arg2, %c0{{.*}}, %c256{{.*}})
+// CHECK-DAG: func.func private @omp_get_thread_num() -> i32
+// CHECK-DAG: func.func private @omp_get_num_threads() -> i32
+// CHECK-DAG: func.func private @GOMP_barrier()
+// CHECK-LABEL: func.func private @two_loops_region_chunk(
+// CHECK: %[[T32:.*]] = call @omp_get_thread_num()
+// CHECK-NEXT: %[[T:.*]] = arith.index_cast %[[T32]]
+// CHECK-NEXT: %[[N32:.*]] = call @omp_get_num_threads()
+// CHECK-NEXT: %[[N:.*]] = arith.index_cast %[[N32]]
+// CHECK: %[[TRIPS:.*]] = arith.ceildivsi
+// CHECK-NEXT: %[[FIRST:.*]] = arith.muli %[[TRIPS]], %[[T]]
+// CHECK-NEXT: arith.divsi %[[FIRST]], %[[N]]
+// CHECK: call @two_loops_part0_chunk(%arg0, %arg1, %arg2, %{{.*}}, %{{.*}})
+// CHECK-NEXT: call @GOMP_barrier()
+// CHECK: call @two_loops_part1_chunk(%arg0, %arg1, %arg2, %{{.*}}, %{{.*}})
 // CHECK-NEXT: return
+// CHECK: func.func private @two_loops_region_parallel({{.*}}) attributes {mlirc.parallel = array<i64: 1>}
+// CHECK-LABEL: func.func @two_loops(
+// CHECK-NEXT: arith.constant 0
+// CHECK-NEXT: arith.constant 1
+// CHECK-NEXT: call @two_loops_region_parallel(%arg0, %arg1, %arg2, %c0{{.*}}, %c1{{.*}})
+// CHECK-NEXT: return
+// CHECK-NOT: @two_loops_part{{.}}_parallel
 func.func @two_loops(%a: memref<256x512xf32>, %rows: memref<256x512xf32>, %sums: memref<256xf32>) attributes {mlirc.kernel} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -352,5 +369,159 @@ func.func @load_then_store(%step: memref<f32>, %new_step: memref<f32>, %a: memre
       memref.store %y, %out[%i, %j] : memref<256x512xf32>
     }
   } {mlirc.parallel_loop}
+  return
+}
+
+// A serial write between two loops (a merged kernel's small member: a fill, a
+// mean) would cost a barrier on each side of it in one region: three barriers and
+// a fork where two parallel calls synchronize four times.  Measured on 16 cores, a
+// batch norm's five-barrier region was slower than its three forks: left as
+// parallel calls, the serial write on the caller's thread between them.
+// CHECK-LABEL: func.func @serial_between(
+// CHECK-NOT: region
+// CHECK: call @serial_between_part0_parallel
+// CHECK-NEXT: linalg.fill
+// CHECK: call @serial_between_part1_parallel
+func.func @serial_between(%a: memref<256x512xf32>, %rows: memref<256x512xf32>, %col: memref<512xf32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  linalg.fill ins(%zero : f32) outs(%col : memref<512xf32>)
+  scf.for %j = %c0 to %c512 step %c1 {
+    %x = memref.load %rows[%c0, %j] : memref<256x512xf32>
+    memref.store %x, %col[%j] : memref<512xf32>
+  }
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  return
+}
+
+// With a third loop right after the second, one region waits less than three forks
+// and joins: the serial step runs on thread 0 alone between barriers (its scratch
+// and addresses computed by every thread before it), and a sum it keeps in a
+// register for a later serial step is yielded by its `if` (a zero on the other
+// threads, which never read it) and stored by thread 0 after the last loop.
+// CHECK-LABEL: func.func private @value_across_region_chunk(
+// CHECK: %[[T32:.*]] = call @omp_get_thread_num()
+// CHECK-NEXT: %[[T:.*]] = arith.index_cast %[[T32]]
+// CHECK: call @value_across_part0_chunk
+// CHECK-NEXT: call @GOMP_barrier()
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[T]], %{{.*}}
+// CHECK: %[[SUM:.*]] = scf.if %[[FIRST]] -> (f32) {
+// CHECK-NEXT: linalg.fill
+// CHECK: %[[PARTIAL:.*]] = scf.for
+// CHECK: scf.yield %[[PARTIAL]] : f32
+// CHECK-NEXT: } else {
+// CHECK: scf.yield %{{.*}} : f32
+// CHECK: call @GOMP_barrier()
+// CHECK: call @value_across_part1_chunk
+// CHECK-NEXT: call @GOMP_barrier()
+// CHECK: call @value_across_part2_chunk
+// CHECK-NEXT: call @GOMP_barrier()
+// CHECK: call @value_across_part3_chunk
+// CHECK-NEXT: call @GOMP_barrier()
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %[[SUM]], %arg3[]
+// CHECK-LABEL: func.func @value_across(
+// CHECK-NEXT: arith.constant 0
+// CHECK-NEXT: arith.constant 1
+// CHECK-NEXT: call @value_across_region_parallel
+// CHECK-NEXT: return
+func.func @value_across(%a: memref<256x512xf32>, %rows: memref<256x512xf32>, %col: memref<512xf32>, %total: memref<f32>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  linalg.fill ins(%zero : f32) outs(%col : memref<512xf32>)
+  scf.for %j = %c0 to %c512 step %c1 {
+    %x = memref.load %rows[%c0, %j] : memref<256x512xf32>
+    memref.store %x, %col[%j] : memref<512xf32>
+  }
+  %sum = scf.for %j = %c0 to %c512 step %c1 iter_args(%acc = %zero) -> f32 {
+    %x = memref.load %rows[%c0, %j] : memref<256x512xf32>
+    %next = arith.addf %acc, %x : f32
+    scf.yield %next : f32
+  }
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  memref.store %sum, %total[] : memref<f32>
+  return
+}
+
+// A value thread 0 loads that an op of every thread reads (an index computed
+// between loops) cannot be thread 0's alone: parallel calls, as without a region.
+// CHECK-LABEL: func.func @per_thread_reader(
+// CHECK-NOT: region
+// CHECK: call @per_thread_reader_part0_parallel
+// CHECK: memref.load
+// CHECK: call @per_thread_reader_part2_parallel
+// CHECK: arith.addi
+// CHECK: call @per_thread_reader_part4_parallel
+// CHECK: memref.store
+func.func @per_thread_reader(%a: memref<256x512xf32>, %rows: memref<256x512xf32>, %len: memref<i64>, %out: memref<4xi64>) attributes {mlirc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  %n = memref.load %len[] : memref<i64>
+  memref.store %n, %out[%c0] : memref<4xi64>
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  %one = arith.constant 1 : i64
+  %m = arith.addi %n, %one : i64
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  scf.for %i = %c0 to %c256 step %c1 {
+    %row = memref.subview %a[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    %dst = memref.subview %rows[%i, 0] [1, 512] [1, 1] : memref<256x512xf32> to memref<512xf32, strided<[1], offset: ?>>
+    memref.copy %row, %dst : memref<512xf32, strided<[1], offset: ?>> to memref<512xf32, strided<[1], offset: ?>>
+  } {mlirc.parallel_loop}
+  memref.store %m, %out[%c1] : memref<4xi64>
   return
 }
