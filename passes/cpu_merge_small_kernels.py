@@ -137,6 +137,12 @@ class _Run:
         # what a large member writes or reads of another member's: the host's buffers
         self.kept: set[ir.Value] = set()
 
+    def _written_by_a_member(self, value: ir.Value) -> ir.Value:
+        """The member's result that `value` is, or is a view of (a reshape in the run)."""
+        while value.owner.operation.name in RESHAPES and value.owner.operands[0] in self.produced:
+            value = value.owner.operands[0]
+        return value
+
     @property
     def calls(self) -> int:
         return sum(op.name == "func.call" for op in self.ops)
@@ -152,7 +158,7 @@ class _Run:
     def add(self, op: ir.Operation, large: bool = False) -> None:
         if large:
             self.kept.update(op.results)
-            self.kept.update(v for v in op.operands if v in self.produced and v.owner.name == "func.call")
+            self.kept.update(self._written_by_a_member(v) for v in op.operands if v in self.produced)
         self.ops.append(op)
         self.operands.update({v: None for v in op.operands if v not in self.produced})
         self.produced.update(op.results)

@@ -56,6 +56,11 @@
 // LARGE-LABEL: func.func @third
 // LARGE: %[[T:.*]]:2 = call @merged_2(%arg0)
 // LARGE: return %[[T]]#1
+// A large member that reads a small member's result through a reshape: the result
+// itself (the mean, not its view) is the host's buffer.
+// LARGE-LABEL: func.func @fourth
+// LARGE: %[[F:.*]]:2 = call @merged_{{[0-9]+}}(%arg0, %arg1) : (tensor<8x16xf64>, tensor<2048x16xf32>) -> (tensor<16xf32>, tensor<2048x16xf32>)
+// LARGE: return %[[F]]#1
 // With 4 buffers at most, the sums and the mean merge (the reshape after them stays
 // a view on the host); the update would make it 7.
 // NARROW-LABEL: func.func @merged_0
@@ -137,9 +142,25 @@ module attributes {mlirc.target = "cpu"} {
     %w = call @update(%g, %p) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     return %d, %u, %w : tensor<4xf32>, tensor<16xf32>, tensor<16xf32>
   }
+  func.func @shift_rows(%row: tensor<1x16xf32>, %x: tensor<2048x16xf32>) -> tensor<2048x16xf32> attributes {mlirc.kernel} {
+    %e = tensor.empty() : tensor<2048x16xf32>
+    %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (0, d1)>, #id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%row, %x : tensor<1x16xf32>, tensor<2048x16xf32>) outs(%e : tensor<2048x16xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %d = arith.subf %b, %a : f32
+      linalg.yield %d : f32
+    } -> tensor<2048x16xf32>
+    return %r : tensor<2048x16xf32>
+  }
   func.func @third(%x: tensor<128x256xf32>) -> tensor<128x256xf32> attributes {mlirc.entry} {
     %a = call @large(%x) : (tensor<128x256xf32>) -> tensor<128x256xf32>
     %b = call @large(%a) : (tensor<128x256xf32>) -> tensor<128x256xf32>
     return %b : tensor<128x256xf32>
+  }
+  func.func @fourth(%x8: tensor<8x16xf64>, %x: tensor<2048x16xf32>) -> tensor<2048x16xf32> attributes {mlirc.entry} {
+    %s = call @partial_sums(%x8) : (tensor<8x16xf64>) -> tensor<16xf64>
+    %m = call @finish_sum(%s) : (tensor<16xf64>) -> tensor<16xf32>
+    %row = tensor.expand_shape %m [[0, 1]] output_shape [1, 16] : tensor<16xf32> into tensor<1x16xf32>
+    %y = call @shift_rows(%row, %x) : (tensor<1x16xf32>, tensor<2048x16xf32>) -> tensor<2048x16xf32>
+    return %y : tensor<2048x16xf32>
   }
 }
