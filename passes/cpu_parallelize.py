@@ -523,7 +523,8 @@ def _split_serial(step: _Step) -> bool:
     thread must run (one a later step reads, or one that feeds it) writes memory,
     or a carried value is not a scalar."""
     ops = set(step.ops)
-    read_later = {o for o in step.ops if any(_read_after(r, ops) for r in o.results)}
+    later = [r for o in step.ops for r in o.results if _read_after(r, ops)]
+    read_later = {_operation(r.owner) for r in later}
     outside = {o for o in read_later if o.name.startswith(PER_THREAD)}
     pending = list(outside)
     while pending:
@@ -537,7 +538,7 @@ def _split_serial(step: _Step) -> bool:
     released = [o for o in step.ops if o.name == "memref.dealloc"]
     outside |= {o for o in released if _operation(o.operands[0].owner) not in ops - outside}
     step.outside = {i for i, o in enumerate(step.ops) if o in outside}
-    step.carried = [r for o in step.ops if o in read_later - outside for r in o.results if _read_after(r, ops)]
+    step.carried = [r for r in later if _operation(r.owner) not in outside]
     return all(isinstance(v.type, (ir.IntegerType, ir.IndexType, ir.FloatType)) for v in step.carried)
 
 
