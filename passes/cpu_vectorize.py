@@ -370,11 +370,11 @@ def _interchange(op: ir.Operation) -> tuple[int, ...] | None:
     (contiguous) dim innermost, where it is not: channels-last kernels come out of
     mlirc-channels-last with the channel loop second, and vectorizing the
     innermost loop would then read and write with a stride."""
-    if op.name != "linalg.generic" or len(op.results) != 1:
+    out_map = _written_map(op)
+    if out_map is None:
         return None
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
     largest = _largest_input(op)
-    out_map = maps[-1]
     if largest is None or not out_map.results or not maps[largest].results:
         return None
     last_out, last_in = out_map.results[-1], maps[largest].results[-1]
@@ -471,18 +471,26 @@ def _computes_on_bf16(op: ir.Operation) -> bool:
     return False
 
 
-def _one_result_or_elementwise(op: ir.Operation) -> bool:
-    """One result, or several written together (mlirc-fuse-multi-output): all
-    loops parallel, every result at the loop's element, of one element width (one
-    vector length fits all)."""
-    if len(op.results) == 1:
-        return True
-    if op.name != "linalg.generic" or any(not it.endswith("<parallel>") for it in _iterators(op)):
-        return False
+def _written_map(op: ir.Operation) -> ir.AffineMap | None:
+    """The map through which a generic writes all of its results, where they share one."""
+    if op.name != "linalg.generic" or not op.results:
+        return None
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
     outputs = maps[len(maps) - len(op.results) :]
-    widths = {elem_bytes(shapes.elem_of(r)) for r in op.results}
-    return len(widths) == 1 and all(m == ir.AffineMap.get_identity(m.n_dims) for m in outputs)
+    return outputs[0] if all(m == outputs[0] for m in outputs) else None
+
+
+def _one_result_or_elementwise(op: ir.Operation) -> bool:
+    """One result, or several written together (mlirc-fuse-multi-output): all
+    loops parallel, every result through one permutation (the loop's element, or
+    channels-last's).  Of several element widths (a ReLU and its mask) the vector
+    length is the widest's lanes: the narrower results store part of a register."""
+    if len(op.results) == 1:
+        return True
+    if any(not it.endswith("<parallel>") for it in _iterators(op)):
+        return False
+    written = _written_map(op)
+    return written is not None and written.is_permutation
 
 
 def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
@@ -494,8 +502,7 @@ def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
     sizes = _loop_sizes(op)
     if not sizes or 0 in sizes:
         return None
-    out_elem = shapes.elem_of(op.results[0])
-    lanes = vector_bytes // elem_bytes(out_elem)
+    lanes = vector_bytes // max(elem_bytes(shapes.elem_of(r)) for r in op.results)
     if _has_gather(op):  # other gathers stay scalar
         return _gather_plan(op, sizes, lanes) or _scalar_plan(op)
     if op.name == "linalg.matmul":

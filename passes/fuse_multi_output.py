@@ -11,9 +11,13 @@ the producer's body in and yields its result as an extra one: one pass over memo
 one launch.
 
 Only where nothing is recomputed or reordered: both ops all-parallel over the same
-loops, the consumer reading the producer's result at the element it writes
-(identity maps), and the producer's other reader the graph's return -- the value
-goes to memory anyway.  A value that other kernels read stays as it is: row fusion
+loops, every result of both written, and the producer's result read, through one
+map (the consumer reads the element it writes), and the producer's other reader the
+graph's return (through a reshape or not) -- the value goes to memory anyway.  That map is a permutation: the
+identity, or channels-last's (mlirc-channels-last keeps a CNN's loops in NCHW order
+and writes NHWC), where a training forward's ReLU is returned (saved) and read by
+its mask for the backward (`x <= 0`): one pass, not a second kernel reading the
+activation back.  A value that other kernels read stays as it is: row fusion
 (mlirc-cpu-fuse-rows, mlirc-gpu-fuse-rows) groups a softmax's pieces better.
 """
 
@@ -28,26 +32,30 @@ from mlirc.passes.linalg_utils import dps_inputs, indexing_maps
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-fuse-multi-output"
+RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
-def _elementwise(op: ir.Operation) -> bool:
-    """An all-parallel generic writing every result at the element of its loop
-    (identity output maps) whose body reads no output argument."""
+def _output_map(op: ir.Operation) -> ir.AffineMap | None:
+    """The one permutation through which an all-parallel generic writes every result,
+    where its body reads no output argument; None for any other op."""
     if op.name != "linalg.generic":
-        return False
+        return None
     iterators = ir.ArrayAttr(op.attributes["iterator_types"])
     if any(not str(it).endswith("<parallel>") for it in iterators):
-        return False
+        return None
     maps = indexing_maps(op)
     outputs = len(op.results)
-    if outputs == 0 or any(not _identity(m) for m in maps[len(maps) - outputs :]):
-        return False
+    out_maps = maps[len(maps) - outputs :]
+    if outputs == 0 or not out_maps[0].is_permutation or any(m != out_maps[0] for m in out_maps):
+        return None
     block = op.regions[0].blocks[0]
-    return not any(list(arg.uses) for arg in list(block.arguments)[len(op.operands) - outputs :])
+    if any(list(arg.uses) for arg in list(block.arguments)[len(op.operands) - outputs :]):
+        return None
+    return out_maps[0]
 
 
-def _identity(amap: ir.AffineMap) -> bool:
-    return amap == ir.AffineMap.get_identity(amap.n_dims) and amap.n_symbols == 0
+def _same(amap: ir.AffineMap | None, other: ir.AffineMap) -> bool:
+    return amap is not None and amap == other
 
 
 def _loops(op: ir.Operation) -> list[int]:
@@ -57,15 +65,16 @@ def _loops(op: ir.Operation) -> list[int]:
 def _fusible_producer(consumer: ir.Operation, order: dict) -> ir.Operation | None:
     """A producer of `consumer`'s inputs to take in, or None."""
     maps = indexing_maps(consumer)
+    written = _output_map(consumer)
     for value, amap in zip(dps_inputs(consumer), maps, strict=False):
         owner = value.owner
-        if isinstance(owner, ir.Block) or not _identity(amap):
+        if isinstance(owner, ir.Block) or amap != written:
             continue
         producer = owner.operation
-        if producer not in order or not _elementwise(producer) or _loops(producer) != _loops(consumer):
+        if producer not in order or not _same(_output_map(producer), written) or _loops(producer) != _loops(consumer):
             continue
         reads = [i for i, v in enumerate(dps_inputs(consumer)) if v.owner == producer]
-        if any(not _identity(maps[i]) for i in reads):
+        if any(maps[i] != written for i in reads):
             continue
         users = [
             u.owner.operation if hasattr(u.owner, "operation") else u.owner for r in producer.results for u in r.uses
@@ -73,9 +82,19 @@ def _fusible_producer(consumer: ir.Operation, order: dict) -> ir.Operation | Non
         others = [u for u in users if u != consumer]
         if not others:
             continue  # upstream's fusion takes a single user's producer
-        if all(u.name == "func.return" for u in others):
+        if all(_returned(u) for u in others):
             return producer
     return None
+
+
+def _returned(op: ir.Operation) -> bool:
+    """The graph's return, or a reshape of the value that only the return reads (a
+    batch of one: its unit dim folded away inside, restored for the result)."""
+    if op.name == "func.return":
+        return True
+    if op.name not in RESHAPES:
+        return False
+    return all(_returned(use.owner) for use in op.results[0].uses)
 
 
 def _fuse(producer: ir.Operation, consumer: ir.Operation) -> None:
@@ -121,10 +140,18 @@ def _fuse(producer: ir.Operation, consumer: ir.Operation) -> None:
     consumed = clone_body(consumer, block, c_args)
     with ir.InsertionPoint(block):
         linalg.YieldOp([produced[list(producer.results).index(r)] for r in kept] + consumed)
+    # The producer's reshapes for the return stood before the consumer: after the fused op now.
+    reshapes = [u.owner for r in kept for u in r.uses if u.owner.name in RESHAPES]
     for old, new in zip([*kept, *consumer.results], fused.results, strict=True):
         old.replace_all_uses_with(new)
     erase_op(consumer)
     erase_op(producer)
+    after = fused.operation
+    while reshapes:
+        reshape = reshapes.pop(0)
+        reshape.move_after(after)
+        after = reshape
+        reshapes += [u.owner for u in reshape.results[0].uses if u.owner.name in RESHAPES]
 
 
 def _pairs(op: ir.Operation, maps: list[ir.AffineMap]) -> list[tuple[ir.Value, ir.AffineMap]]:
@@ -140,7 +167,7 @@ def fuse_multi_output(module: ir.Operation) -> None:
             ops = [op.operation for op in entry.entry_block.operations]
             order = {op: i for i, op in enumerate(ops)}
             for consumer in ops:
-                if not _elementwise(consumer):
+                if _output_map(consumer) is None:
                     continue
                 producer = _fusible_producer(consumer, order)
                 if producer is not None:

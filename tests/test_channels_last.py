@@ -268,3 +268,30 @@ def test_normalized_activation_computed_inside_the_gather(gather, activation, ch
     results = [math.prod(int(d) for d in dims.split("x")[:-1]) for dims in shapes]
     activation = 2 * size[0] * size[1] * channels  # in whatever shape unit dims were folded to
     assert kernels and activation not in results, module
+
+
+@pytest.mark.parametrize("shape", [(8, 16, 32, 32), (3, 7, 5, 11), (1, 5, 2, 3), (2, 13, 3, 17)])
+def test_training_relu_and_its_mask_come_out_of_one_kernel(shape, monkeypatch, tmp_path):
+    """A training batch norm and ReLU whose activation is returned: the backward's
+    mask (`relu <= 0`) is computed with the activation, in one pass written through
+    channels-last's map (mlirc-fuse-multi-output), not read back by a kernel of its
+    own.  Values, gradients and running statistics against eager, channels-last and
+    strided inputs."""
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.BatchNorm2d(shape[1]), nn.ReLU()).to(memory_format=torch.channels_last)
+    compiled = nn.Sequential(nn.BatchNorm2d(shape[1]), nn.ReLU()).to(memory_format=torch.channels_last)
+    compiled.load_state_dict(eager.state_dict())
+    step = torch.compile(compiled, backend="mlirc")
+    for x in (torch.randn(shape).to(memory_format=torch.channels_last), torch.randn(shape[::-1]).permute(3, 2, 1, 0)):
+        x = x.requires_grad_(True)
+        want, got = eager(x), step(x)
+        grad = torch.randn_like(want)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        for a, b in zip(torch.autograd.grad(got, x, grad), torch.autograd.grad(want, x, grad), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(compiled[0].running_mean, eager[0].running_mean)
+    torch.testing.assert_close(compiled[0].running_var, eager[0].running_var)
+    forward = next(p.read_text() for p in sorted(tmp_path.glob("*.kernels.mlir")) if "tensor<i64>" in p.read_text())
+    masks = re.findall(r"-> \(tensor<[0-9x]+xf32>, tensor<[0-9x]+xi8>\) attributes \{mlirc.kernel", forward)
+    assert len(masks) == 1, forward

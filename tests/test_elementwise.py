@@ -1,8 +1,10 @@
 """Elementwise ops vs eager: odd shapes, broadcasting, dtypes, non-contiguous and 0-size inputs."""
 
+import math
+
 import pytest
 import torch
-from conftest import compile_and_compare
+from conftest import compile_and_compare, wrapper_source
 
 
 def chain(x, y):
@@ -26,6 +28,27 @@ def test_non_contiguous_inputs():
     y = torch.randn(33, 258)[:, ::2]
     assert not x.is_contiguous() and not y.is_contiguous()
     compile_and_compare(chain, x, y)
+
+
+def value_and_mask(x, y):
+    h = torch.relu(x * 2 + y)
+    return h, h > 0.5
+
+
+@pytest.mark.parametrize("shape", [(1,), (13, 129), (3, 5, 17), (256, 1024), (0, 5)])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_value_and_its_mask(shape, transposed, tmp_path):
+    """Two results of two widths (float and bool) from one kernel
+    (mlirc-fuse-multi-output), vectorized at the float's lanes, not left scalar."""
+    x, y = torch.randn(shape), torch.randn(shape)
+    if transposed:
+        reverse = list(reversed(range(len(shape))))
+        x, y = torch.randn(shape[::-1]).permute(reverse), torch.randn(shape[::-1]).permute(reverse)
+    compile_and_compare(value_and_mask, x, y)
+    if math.prod(shape) >= 13 * 129 and not transposed:
+        wrapper_source(value_and_mask, (x, y), tmp_path)
+        (kernels,) = [p.read_text() for p in tmp_path.glob("*.cpu.mlir")]
+        assert "vector<16xi8>" in kernels or "vector<8xi8>" in kernels, kernels
 
 
 def test_zero_size():

@@ -383,6 +383,30 @@ func.func @kernel_two_results(%p: tensor<5x40xf32>, %g: tensor<5x40xf32>, %m: te
   return %r#1, %r#0 : tensor<5x40xf32>, tensor<5x40xf32>
 }
 
+// Two results of two widths through channels-last's map (a training ReLU and its
+// mask, saved for the backward): the loop over channels, contiguous in both, moves
+// innermost, and the vector length is the float's lanes, the mask stored as bytes
+// of the same count.  They stayed scalar: a 256x1024 ReLU and its mask took 119 us
+// a call on 2 cores, 84 vectorized.
+// CHECK-LABEL: func.func @kernel_value_and_mask
+// CHECK: arith.cmpf ole, %{{.*}} : vector<8xf32>
+// CHECK: vector.transfer_write %{{.*}} : vector<8xf32>
+// CHECK: vector.transfer_write %{{.*}} : vector<8xi8>
+#nchw_to_nhwc = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
+func.func @kernel_value_and_mask(%x: tensor<2x3x5x16xf32>) -> (tensor<2x3x5x16xf32>, tensor<2x3x5x16xi8>) attributes {mlirc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<2x3x5x16xf32>
+  %e1 = tensor.empty() : tensor<2x3x5x16xi8>
+  %r:2 = linalg.generic {indexing_maps = [#nchw_to_nhwc, #nchw_to_nhwc, #nchw_to_nhwc], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<2x3x5x16xf32>) outs(%e0, %e1 : tensor<2x3x5x16xf32>, tensor<2x3x5x16xi8>) {
+  ^bb0(%in: f32, %o0: f32, %o1: i8):
+    %relu = arith.maximumf %in, %zero : f32
+    %le = arith.cmpf ole, %relu, %zero : f32
+    %mask = arith.extui %le : i1 to i8
+    linalg.yield %relu, %mask : f32, i8
+  } -> (tensor<2x3x5x16xf32>, tensor<2x3x5x16xi8>)
+  return %r#0, %r#1 : tensor<2x3x5x16xf32>, tensor<2x3x5x16xi8>
+}
+
 // A column sum (the reduced loop outside the contiguous, parallel one: batch-norm
 // statistics on channels-last partial rows) keeps its partial result in registers
 // across the reduction loop, 32 columns (four 8-lane vectors) wide, and its init is
