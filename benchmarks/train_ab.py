@@ -1,7 +1,7 @@
 """A/B of one mlirc setting on training steps: eager, Inductor and mlirc at each value,
 interleaved in one process.
 
-    python benchmarks/train_ab.py merge_kib=-1,64 [--cases resnet,gpt2] [--rounds 15] [--phases]
+    python benchmarks/train_ab.py merge_kib=-1,64 [--cases resnet,gpt2] [--rounds 15] [--phases | --forward-only]
 
 Step times on a shared host drift by tens of percent within minutes, so settings are
 compared in one process, each round running every trainer in turn (the order reversed
@@ -19,6 +19,7 @@ import argparse
 import math
 import statistics
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -56,6 +57,21 @@ def interleaved(built: dict[str, Trainer], batch: tuple, rounds: int) -> dict[st
     return {label: [statistics.median(c) * 1e3 for c in zip(*s, strict=True)] for label, s in samples.items()}
 
 
+def forwards(built: dict[str, Trainer], batch: tuple, rounds: int) -> dict[str, list[float]]:
+    """Median ms per forward alone (its loss and autograd graph dropped), per trainer:
+    whether a step's gap is in the forward's own code or in what a whole step leaves
+    behind (the memory it freed, the state of the threads)."""
+    samples = defaultdict(list)
+    order = list(built.items())
+    for r in range(rounds):
+        for label, trainer in order if r % 2 else order[::-1]:
+            start = time.perf_counter()
+            for _ in range(10):
+                trainer.forward(*batch)
+            samples[label].append((time.perf_counter() - start) / 10)
+    return {label: [statistics.median(s) * 1e3] for label, s in samples.items()}
+
+
 def main() -> None:
     torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -63,6 +79,7 @@ def main() -> None:
     p.add_argument("--cases", default="resnet,gpt2,bert")
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--phases", action="store_true", help="also the medians of each phase of a step")
+    p.add_argument("--forward-only", action="store_true", help="time forwards alone, not steps")
     args = p.parse_args()
     setting, _, listed = args.ab.partition("=")
     if setting not in SETTINGS or not listed:
@@ -70,15 +87,16 @@ def main() -> None:
     values = [int(v) for v in listed.split(",")]
     default = getattr(config, setting)
     speedups = defaultdict(list)
-    print(f"`python benchmarks/train_ab.py {' '.join(sys.argv[1:])}`, {torch.get_num_threads()} threads, ms per step")
+    unit = "forward" if args.forward_only else "step"
+    print(f"`python benchmarks/train_ab.py {' '.join(sys.argv[1:])}`, {torch.get_num_threads()} threads, ms per {unit}")
     for name in args.cases.split(","):
         built, batch = trainers(name, setting, values)
         setattr(config, setting, default)
-        medians = interleaved(built, batch, args.rounds)
+        medians = (forwards if args.forward_only else interleaved)(built, batch, args.rounds)
         for label, ms in medians.items():
             speedups[label].append(medians["eager"][0] / ms[0])
         print(name, "  ".join(f"{label} {ms[0]:.2f}" for label, ms in medians.items()), flush=True)
-        if args.phases:
+        if args.phases and not args.forward_only:
             print(
                 "  forward / backward / optimizer:",
                 "  ".join(f"{k} {'/'.join(f'{v:.2f}' for v in ms[1:])}" for k, ms in medians.items()),
