@@ -487,10 +487,10 @@ def _one_result_or_elementwise(op: ir.Operation) -> bool:
     length is the widest's lanes: the narrower results store part of a register."""
     if len(op.results) == 1:
         return True
-    if any(not it.endswith("<parallel>") for it in _iterators(op)):
-        return False
     written = _written_map(op)
-    return written is not None and written.is_permutation
+    if written is None or not written.is_permutation:
+        return False
+    return all(it.endswith("<parallel>") for it in _iterators(op))
 
 
 def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:

@@ -13,7 +13,8 @@ one launch.
 Only where nothing is recomputed or reordered: both ops all-parallel over the same
 loops, every result of both written, and the producer's result read, through one
 map (the consumer reads the element it writes), and the producer's other reader the
-graph's return (through a reshape or not) -- the value goes to memory anyway.  That map is a permutation: the
+graph's return (directly or through reshapes: a batch of one's unit dim is folded
+away inside) -- the value goes to memory anyway.  That map is a permutation: the
 identity, or channels-last's (mlirc-channels-last keeps a CNN's loops in NCHW order
 and writes NHWC), where a training forward's ReLU is returned (saved) and read by
 its mask for the backward (`x <= 0`): one pass, not a second kernel reading the
