@@ -87,6 +87,10 @@ KERNELS = [
     "mlirc-recompute-cheap-producers{fused=1}",
     "mlirc-fuse-gathered-producers",
     "mlirc-fuse-multi-output",
+    # again, on what the passes since left: a gather made index-free leaves its input
+    # read by nothing (a cross-entropy backward's one-hot scatter wrote a full i64
+    # index tensor no kernel read), and a multi-output op a producer to fuse
+    "mlirc-fuse-elementwise",
     "mlirc-form-kernels",
     "canonicalize",
     "cse",
