@@ -22,7 +22,7 @@ from mlirc.dialects import shapes
 from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR, SCHEDULE_ATTR, SPLIT_ATTR, TAIL_ATTR
 from mlirc.errors import PipelineError
 from mlirc.passes.ir_utils import erase_op, nested_ops
-from mlirc.passes.linalg_utils import elem_bytes
+from mlirc.passes.linalg_utils import all_parallel, elem_bytes, written_map
 from mlirc.passes.registry import register_pass
 
 VECTORIZABLE = frozenset({"linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.copy"})
@@ -370,7 +370,7 @@ def _interchange(op: ir.Operation) -> tuple[int, ...] | None:
     (contiguous) dim innermost, where it is not: channels-last kernels come out of
     mlirc-channels-last with the channel loop second, and vectorizing the
     innermost loop would then read and write with a stride."""
-    out_map = _written_map(op)
+    out_map = written_map(op)
     if out_map is None:
         return None
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
@@ -471,15 +471,6 @@ def _computes_on_bf16(op: ir.Operation) -> bool:
     return False
 
 
-def _written_map(op: ir.Operation) -> ir.AffineMap | None:
-    """The map through which a generic writes all of its results, where they share one."""
-    if op.name != "linalg.generic" or not op.results:
-        return None
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    outputs = maps[len(maps) - len(op.results) :]
-    return outputs[0] if all(m == outputs[0] for m in outputs) else None
-
-
 def _one_result_or_elementwise(op: ir.Operation) -> bool:
     """One result, or several written together (mlirc-fuse-multi-output): all
     loops parallel, every result through one permutation (the loop's element, or
@@ -487,10 +478,8 @@ def _one_result_or_elementwise(op: ir.Operation) -> bool:
     length is the widest's lanes: the narrower results store part of a register."""
     if len(op.results) == 1:
         return True
-    written = _written_map(op)
-    if written is None or not written.is_permutation:
-        return False
-    return all(it.endswith("<parallel>") for it in _iterators(op))
+    written = written_map(op)
+    return written is not None and written.is_permutation and all_parallel(op)
 
 
 def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:

@@ -29,7 +29,7 @@ from mlir.dialects import linalg
 
 from mlirc.passes import linalg_emit as le
 from mlirc.passes.ir_utils import clone_body, entry_functions, erase_op
-from mlirc.passes.linalg_utils import dps_inputs, indexing_maps
+from mlirc.passes.linalg_utils import all_parallel, dps_inputs, indexing_maps, written_map
 from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-fuse-multi-output"
@@ -39,24 +39,11 @@ RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 def _output_map(op: ir.Operation) -> ir.AffineMap | None:
     """The one permutation through which an all-parallel generic writes every result,
     where its body reads no output argument; None for any other op."""
-    if op.name != "linalg.generic":
+    written = written_map(op)
+    if written is None or not written.is_permutation or not all_parallel(op):
         return None
-    iterators = ir.ArrayAttr(op.attributes["iterator_types"])
-    if any(not str(it).endswith("<parallel>") for it in iterators):
-        return None
-    maps = indexing_maps(op)
-    outputs = len(op.results)
-    out_maps = maps[len(maps) - outputs :]
-    if outputs == 0 or not out_maps[0].is_permutation or any(m != out_maps[0] for m in out_maps):
-        return None
-    block = op.regions[0].blocks[0]
-    if any(list(arg.uses) for arg in list(block.arguments)[len(op.operands) - outputs :]):
-        return None
-    return out_maps[0]
-
-
-def _same(amap: ir.AffineMap | None, other: ir.AffineMap) -> bool:
-    return amap is not None and amap == other
+    outputs = list(op.regions[0].blocks[0].arguments)[len(op.operands) - len(op.results) :]
+    return None if any(list(arg.uses) for arg in outputs) else written
 
 
 def _loops(op: ir.Operation) -> list[int]:
@@ -72,7 +59,10 @@ def _fusible_producer(consumer: ir.Operation, order: dict) -> ir.Operation | Non
         if isinstance(owner, ir.Block) or amap != written:
             continue
         producer = owner.operation
-        if producer not in order or not _same(_output_map(producer), written) or _loops(producer) != _loops(consumer):
+        if producer not in order or _loops(producer) != _loops(consumer):
+            continue
+        produced = _output_map(producer)
+        if produced is None or produced != written:
             continue
         reads = [i for i, v in enumerate(dps_inputs(consumer)) if v.owner == producer]
         if any(maps[i] != written for i in reads):

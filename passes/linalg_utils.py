@@ -51,6 +51,15 @@ def set_indexing_maps(op: ir.Operation, maps: list[ir.AffineMap]) -> None:
     op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
 
 
+def written_map(op: ir.Operation) -> ir.AffineMap | None:
+    """The one map through which a generic writes all of its results, or None (another
+    op, or results written through different maps)."""
+    if op.name != "linalg.generic" or not op.results:
+        return None
+    outputs = indexing_maps(op)[len(op.operands) - len(op.results) :]
+    return outputs[0] if all(m == outputs[0] for m in outputs) else None
+
+
 def all_parallel(op: ir.Operation) -> bool:
     """Does the linalg op iterate over parallel loops only (no reduction)?"""
     return all(str(kind).endswith("<parallel>") for kind in ir.ArrayAttr(op.attributes["iterator_types"]))
