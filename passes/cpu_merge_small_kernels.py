@@ -91,9 +91,11 @@ def footprint_of(kernel: func.FuncOp) -> int | None:
 
 def _contracts(kernel: func.FuncOp) -> bool:
     """Does the kernel hold a contraction (a reduction over a dim that two of its
-    operands both walk: a narrow GEMM from mlirc-cpu-skinny-matmul, a dot)?  Its
-    schedule in mlirc-cpu-vectorize canonicalizes the whole function it sits in, which
-    broke the next member's (linear_cross_entropy's OpInfo sample)."""
+    operands walk through different maps: a narrow GEMM from
+    mlirc-cpu-skinny-matmul)?  Its schedule in mlirc-cpu-vectorize canonicalizes the
+    whole function it sits in, which broke the next member's (linear_cross_entropy's
+    OpInfo sample).  Sums of elementwise products (a batch norm's backward: the
+    gradient times the centred input) read both operands at one element."""
     for op in kernel.entry_block.operations:
         op = op.operation
         if op.name != "linalg.generic":
@@ -102,7 +104,7 @@ def _contracts(kernel: func.FuncOp) -> bool:
         reduced = {f"d{d}" for d, r in enumerate(iterators) if r}
         # the dims a map's results name, compound ones (a window's d0 + d2) included
         maps = indexing_maps(op)[: len(dps_inputs(op))]
-        walkers = [m for m in maps if reduced & set(re.findall(r"d\d+", str(m).split("->")[1]))]
+        walkers = {str(m) for m in maps if reduced & set(re.findall(r"d\d+", str(m).split("->")[1]))}
         if len(walkers) > 1:
             return True
     return False

@@ -22,7 +22,7 @@ from mlirc.dialects import shapes
 from mlirc.dialects.attributes import PARALLEL_LOOP_ATTR, SCHEDULE_ATTR, SPLIT_ATTR, TAIL_ATTR
 from mlirc.errors import PipelineError
 from mlirc.passes.ir_utils import erase_op, nested_ops
-from mlirc.passes.linalg_utils import all_parallel, elem_bytes, written_map
+from mlirc.passes.linalg_utils import all_parallel, combines_accumulators, elem_bytes, written_map
 from mlirc.passes.registry import register_pass
 
 VECTORIZABLE = frozenset({"linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.copy"})
@@ -171,11 +171,6 @@ class Plan:
     gather_reduction_tiles: tuple[int, ...] | None = None
 
 
-# Combiners that tile_reduction_using_for knows the neutral element of.
-COMBINERS = frozenset(
-    {"arith.addf", "arith.mulf", "arith.maximumf", "arith.minimumf", "arith.addi", "arith.muli", "arith.ori",
-     "arith.andi", "arith.xori", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"}
-)  # fmt: skip
 UNROLL = 4  # vectors per partial-sum register block: hides the combiner's latency
 
 
@@ -195,7 +190,7 @@ def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | N
         # The reduction's split tiling and its vectorization both misplace an index
         # of the reduced dim (argmax-like bodies came out wrong): these stay scalar.
         return None
-    if not _combines_accumulator(op):
+    if not combines_accumulators(op):
         return None
     outer = [1] * (len(sizes) - 1)
     size, block = sizes[-1], UNROLL * lanes
@@ -204,15 +199,6 @@ def _inner_reduction(op: ir.Operation, sizes: list[int], lanes: int) -> Plan | N
         return Plan([*outer, 0], [*outer, size], **rows)
     tail = 0 if size is None else size % block
     return Plan([*outer, 0], [*outer, block], reduction_tile=block, tail=tail, masked_tail=size is None, **rows)
-
-
-def _combines_accumulator(op: ir.Operation) -> bool:
-    """Is the yielded value one known combiner of the accumulator (what MLIR's
-    vectorizer needs to vectorize a reduction)?"""
-    body = op.regions[0].blocks[0]
-    combiner = list(body.operations)[-1].operands[0].owner
-    acc = body.arguments[len(body.arguments) - 1]
-    return not isinstance(combiner, ir.Block) and combiner.name in COMBINERS and acc in list(combiner.operands)
 
 
 def _contiguous_gather_dim(op: ir.Operation) -> int | None:
@@ -274,7 +260,7 @@ def _column_plan(op: ir.Operation, sizes: list[int | None], order: tuple[int, ..
     partial result was read, added to and stored back at every reduction step, one
     chain through memory per vector; here (_unit_tiles_plan) it stays in registers,
     several vectors wide, across the reduction loops."""
-    if op.name != "linalg.generic" or len(op.results) != 1:
+    if op.name != "linalg.generic" or written_map(op) is None:
         return None
     iterators = _iterators(op)
     dim = order[-1] if order else len(sizes) - 1
@@ -296,7 +282,7 @@ def _unit_tiles_plan(op: ir.Operation, sizes: list[int | None], dim: int, widest
         return None
     iterators = _iterators(op)
     reductions = [d for d, it in enumerate(iterators) if it.endswith("<reduction>")]
-    if reductions and not _combines_accumulator(op):
+    if reductions and not combines_accumulators(op):
         return None
     vector = min(sizes[dim], widest)
     while sizes[dim] % vector:  # whole vectors only: no masked loads in a gather
@@ -307,8 +293,8 @@ def _unit_tiles_plan(op: ir.Operation, sizes: list[int | None], dim: int, widest
     parallel = [0 if d in reductions else 1 for d in order[:-1]]
     # a one-trip reduction loop is not tiled: canonicalization would fold it away
     reduction_tiles = tuple(1 if d in reductions and sizes[d] != 1 else 0 for d in order)
-    init = op.operands[len(op.operands) - 1].owner
-    fills = not isinstance(init, ir.Block) and init.name == "linalg.fill"
+    inits = [v.owner for v in list(op.operands)[len(op.operands) - len(op.results) :]]
+    fills = all(not isinstance(init, ir.Block) and init.name == "linalg.fill" for init in inits)
     return Plan(
         [*parallel, vector], [1] * (len(order) - 1) + [vector], parallel_outer=parallel[:1] == [1], fuse_init=fills,
         parallel_loops=max(1, sum(parallel)), interchange=order, out_rank=len(shapes.shape_of(op.results[0])),
@@ -472,14 +458,18 @@ def _computes_on_bf16(op: ir.Operation) -> bool:
 
 
 def _one_result_or_elementwise(op: ir.Operation) -> bool:
-    """One result, or several written together (mlirc-fuse-multi-output): all
-    loops parallel, every result through one permutation (the loop's element, or
-    channels-last's).  Of several element widths (a ReLU and its mask) the vector
-    length is the widest's lanes: the narrower results store part of a register."""
+    """One result, or several written together: all loops parallel, every result
+    through one permutation (the loop's element, or channels-last's;
+    mlirc-fuse-multi-output), or column sums through one map
+    (mlirc-fuse-sibling-reductions, planned by _column_plan).  Of several element
+    widths (a ReLU and its mask) the vector length is the widest's lanes: the
+    narrower results store part of a register."""
     if len(op.results) == 1:
         return True
     written = written_map(op)
-    return written is not None and written.is_permutation and all_parallel(op)
+    if written is None:
+        return False
+    return (written.is_permutation and all_parallel(op)) or combines_accumulators(op)
 
 
 def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
@@ -499,6 +489,8 @@ def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
     if op.name == "linalg.batch_matmul":
         return Plan([1, 8, 2 * lanes, 1], [1, 8, 2 * lanes, 1])
     order = _interchange(op)
+    if len(op.results) > 1 and not all_parallel(op):  # sibling column sums, or scalar
+        return _column_plan(op, sizes, order, lanes) or _scalar_plan(op)
     if op.name == "linalg.generic":
         window = _window_plan(op, sizes, order or tuple(range(len(sizes))), lanes)
         if window is not None:

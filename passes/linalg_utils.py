@@ -72,6 +72,25 @@ def elem_bytes(elem: ir.Type) -> int:
     return ir.FloatType(elem).width // 8
 
 
+# Combiners MLIR's vectorizer (and tile_reduction_using_for) knows the neutral element of.
+COMBINERS = frozenset(
+    {"arith.addf", "arith.mulf", "arith.maximumf", "arith.minimumf", "arith.addi", "arith.muli", "arith.ori",
+     "arith.andi", "arith.xori", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"}
+)  # fmt: skip
+
+
+def combines_accumulators(op: ir.Operation) -> bool:
+    """Does a generic yield, for each result, one known combiner of that result's
+    accumulator (what MLIR's vectorizer needs to vectorize a reduction)?"""
+    body = op.regions[0].blocks[0]
+    accumulators = list(body.arguments)[len(body.arguments) - len(op.results) :]
+    for value, acc in zip(list(body.operations)[-1].operands, accumulators, strict=True):
+        combiner = value.owner
+        if isinstance(combiner, ir.Block) or combiner.name not in COMBINERS or acc not in list(combiner.operands):
+            return False
+    return True
+
+
 def is_fill(op: ir.Operation) -> bool:
     """linalg.fill, or the generic that linalg-generalize-named-ops makes of one."""
     if op.name == "linalg.fill":

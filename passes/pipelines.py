@@ -41,6 +41,7 @@ from mlirc.passes import (  # noqa: F401
     fuse_elementwise,
     fuse_gathered_producers,
     fuse_multi_output,
+    fuse_sibling_reductions,
     gpu_fuse_rows,
     gpu_loop_order,
     gpu_lower_to_tt,
@@ -87,6 +88,8 @@ KERNELS = [
     "mlirc-recompute-cheap-producers{fused=1}",
     "mlirc-fuse-gathered-producers",
     "mlirc-fuse-multi-output",
+    # CPU: column sums sharing an input (a batch norm's statistics), one pass over it
+    "mlirc-fuse-sibling-reductions",
     # again, on what the passes since left: a gather made index-free leaves its input
     # read by nothing (a cross-entropy backward's one-hot scatter wrote a full i64
     # index tensor no kernel read), and a multi-output op a producer to fuse

@@ -295,3 +295,33 @@ def test_training_relu_and_its_mask_come_out_of_one_kernel(shape, monkeypatch, t
     forward = next(p.read_text() for p in sorted(tmp_path.glob("*.kernels.mlir")) if "tensor<i64>" in p.read_text())
     masks = re.findall(r"-> \(tensor<[0-9x]+xf32>, tensor<[0-9x]+xi8>\) attributes \{mlirc.kernel", forward)
     assert len(masks) == 1, forward
+
+
+@pytest.mark.parametrize("shape", [(8, 16, 32, 32), (3, 7, 5, 11), (2, 13, 3, 17), (1, 5, 2, 3)])
+def test_training_batch_norm_sums_read_the_activation_once(shape, monkeypatch, tmp_path):
+    """A training batch norm's statistics (the deviations from a pivot and their
+    squares, in float64) and its backward's sums (the gradient, and the gradient times
+    the centred input) are column sums on channels-last activations: each pair is one
+    kernel with two results (mlirc-fuse-sibling-reductions), not two kernels reading
+    the activation in turn.  Values, input gradients, weight and bias gradients and
+    running statistics against eager."""
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.Conv2d(3, shape[1], 3, padding=1), nn.BatchNorm2d(shape[1]), nn.ReLU())
+    compiled = nn.Sequential(nn.Conv2d(3, shape[1], 3, padding=1), nn.BatchNorm2d(shape[1]), nn.ReLU())
+    compiled.load_state_dict(eager.state_dict())
+    step = torch.compile(compiled, backend="mlirc")
+    x = (torch.randn(shape[0], 3, *shape[2:]) * 2 + 3).requires_grad_(True)
+    want, got = eager(x), step(x)
+    grad = torch.randn_like(want)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    inputs = lambda m: (x, m[0].weight, m[1].weight, m[1].bias)  # noqa: E731
+    grads = torch.autograd.grad(got, inputs(compiled), grad), torch.autograd.grad(want, inputs(eager), grad)
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(compiled[1].running_mean, eager[1].running_mean)
+    torch.testing.assert_close(compiled[1].running_var, eager[1].running_var)
+    forward, backward = (p.read_text() for p in sorted(tmp_path.glob("*.kernels.mlir")))
+    for module, dtype in ((forward, "f64"), (backward, "f32")):  # the statistics, the backward's sums
+        pairs = re.findall(rf"-> \((tensor<[0-9x]+x{dtype}>), \1\) attributes \{{mlirc.kernel", module)
+        assert len(pairs) == 1, module

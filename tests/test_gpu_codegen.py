@@ -22,7 +22,7 @@ from mlirc.backends import gpu as gpu_backend
 from mlirc.backends.gpu.compiler import compile_ttir, triton_kernels
 from mlirc.config import config
 from mlirc.dialects import make_context
-from mlirc.passes import outline_library_calls
+from mlirc.passes import fuse_sibling_reductions, outline_library_calls
 from mlirc.passes.pipelines import STAGES
 from mlirc.passes.registry import run_passes
 
@@ -101,9 +101,11 @@ def _inputs(spec):
 def _kernels_ir(fn, args, tmp_path) -> list[str]:
     config.dump_dir = str(tmp_path)
     # Traced on the CPU in place of a GPU graph: as for the GPU target, a half GEMM's
-    # bias add stays out of its library kernel (the GPU fuses it as an epilogue).
+    # bias add stays out of its library kernel (the GPU fuses it as an epilogue), and
+    # column sums stay apart (the GPU's row fusion groups them).
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(outline_library_calls, "_bias_add", lambda op: None)
+        patch.setattr(fuse_sibling_reductions, "target_of", lambda module: "cuda")
         try:
             result = torch.compile(fn, backend="mlirc")(*args)
             if isinstance(result, torch.Tensor) and result.requires_grad:

@@ -153,6 +153,36 @@ def test_variance_converts_its_input_in_each_sum(shape, dims, monkeypatch, tmp_p
     assert kernels and not any(k.rsplit("->", 1)[1].strip().startswith(wide) for k in kernels), module
 
 
+@pytest.mark.parametrize(
+    "shape,dims",
+    [((8, 16, 32, 32), (0, 2, 3)), ((3, 7, 5, 11), (0, 2, 3)), ((2, 2, 3), (1,)), ((5, 67), (-1,)), ((2, 3), (0, 1))],
+)
+@pytest.mark.parametrize("scale,offset", [(1.0, 0.0), (1e-3, 5.0), (1.0, 1e4), (1e30, 0.0), (1e-30, 1.0)])
+def test_float32_variance_in_one_pass_rounds_as_float64(shape, dims, scale, offset):
+    """float32 variance on the CPU sums deviations from a pivot and their squares in
+    one float64 pass: the float64 variance rounded to float32 (to an ulp), with a
+    mean far from 0, a tiny spread, squares past float32's range, a constant row
+    (exactly 0), and a permuted input; eager's values within its tolerance."""
+    torch.manual_seed(0)
+    x = (torch.randn(shape[::-1]) * scale + offset).permute(*reversed(range(len(shape))))
+    x.select(dims[0], 0).fill_(offset)  # a constant slice along the first dim reduced
+    if len(shape) > 1:
+        x.select(1 if dims[0] != 1 else 0, 0).fill_(offset)  # constant rows
+
+    def f(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (*torch.var_mean(t, dims, correction=0), torch.std(t, dims, keepdim=True), torch.var(t, dims))
+
+    got = torch.compile(f, backend="mlirc")(x)
+    for value, exact in zip(got, f(x.double()), strict=True):
+        rounded = exact.float()
+        assert (value[rounded == 0] == 0).all()
+        finite = rounded.isfinite() & (rounded != 0)
+        assert torch.equal(value.isfinite(), rounded.isfinite())
+        if finite.any():
+            assert _relative_error(value[finite], rounded[finite].double()) <= 2.0**-23
+    compile_and_compare(f, x)
+
+
 @pytest.mark.parametrize("rows,inner,width", [(2, 3, 5), (1, 1, 1), (3, 7, 129), (0, 4, 6)])
 def test_cheap_value_read_by_a_sum_through_a_reshape_and_by_a_padding(rows, inner, width):
     """A cheap elementwise value read by a sum through a reshape, by a padding (a

@@ -88,10 +88,11 @@ def _float_input(node: fx.Node) -> str | None:
     aten.var.correction, aten.var_mean.correction, aten.std.correction, aten.std_mean.correction, check=_float_input
 )
 def _var(lctx: LoweringContext, node: fx.Node) -> ir.Value | tuple[ir.Value, ir.Value]:
-    """Variance (or its root, std) in two passes: the mean, then the sum of squared deviations over
+    """Variance (or its root, std): the sum of squared deviations over
     max(N - correction, 0) (0/0 gives NaN as in eager).  In eager's accumulation
     type: float64 for float32 on the CPU (squares of 1e30 do not overflow there),
-    float32 for half types and on a GPU."""
+    in one pass (_shifted_sums); float32 for half types and on a GPU, and float64
+    data, in two: the mean, then the deviations."""
     meta = node_meta(node.args[0])
     dtype = meta.dtype
     acc = torch.float64 if dtype == torch.float32 and meta.device.type == "cpu" else opmath_dtype(node)
@@ -101,15 +102,20 @@ def _var(lctx: LoweringContext, node: fx.Node) -> ir.Value | tuple[ir.Value, ir.
     keepdim = bool(node.kwargs.get("keepdim", False))
     correction = node.kwargs.get("correction")
     count = lctx.element_count(node.args[0], dims)
-    mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), lctx.size_tensor(count, acc))
-    # One element: its deviation is 0 (NaN for inf or NaN), said as x * 0.  As x - mean,
-    # a GPU kernel that computes x = a * b fuses the product into the subtraction (FP
-    # contraction) and leaves the product's rounding error: var() was inf, not 0 / 0.
     if not isinstance(count, int) and not lctx.at_least(count, 2):
         raise UnsupportedOpError(str(node.target), "a count of symbolic size that may be 1")
-    one = isinstance(count, int) and count == 1
-    dev = b.elementwise("mul", x, lctx.typed(0.0, acc)) if one else b.elementwise("sub", x, mean)
-    squares = b.reduce("reduce_sum", b.elementwise("mul", dev, dev), dims, keepdim)
+    if acc == torch.float64 and dtype == torch.float32 and (not isinstance(count, int) or count >= 2):
+        mean, squares = _shifted_sums(lctx, lctx.typed(node.args[0], dtype), dims, count, acc)
+        if not keepdim:
+            squares = b.reshape(squares, lctx.shape(node))
+    else:
+        mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), lctx.size_tensor(count, acc))
+        # One element: its deviation is 0 (NaN for inf or NaN), said as x * 0.  As x - mean,
+        # a GPU kernel that computes x = a * b fuses the product into the subtraction (FP
+        # contraction) and leaves the product's rounding error: var() was inf, not 0 / 0.
+        one = isinstance(count, int) and count == 1
+        dev = b.elementwise("mul", x, lctx.typed(0.0, acc)) if one else b.elementwise("sub", x, mean)
+        squares = b.reduce("reduce_sum", b.elementwise("mul", dev, dev), dims, keepdim)
     correction = 1 if correction is None else correction
     if isinstance(count, int):
         divisor = lctx.typed(float(max(count - correction, 0)), acc)
@@ -125,6 +131,32 @@ def _var(lctx: LoweringContext, node: fx.Node) -> ir.Value | tuple[ir.Value, ir.
         return var
     mean = narrow_to_out(mean, node)
     return var, mean if keepdim else b.reshape(mean, lctx.shape(node))
+
+
+def _shifted_sums(
+    lctx: LoweringContext, x: ir.Value, dims: list[int], count: int | torch.SymInt, acc: torch.dtype
+) -> tuple[ir.Value, ir.Value]:
+    """(mean, sum of squared deviations), keepdim, in one pass over `x` (float32 data,
+    summed in `acc`, float64, on the CPU): the sums of d = x - k and of d * d, k each row's
+    first element.  Then mean = k + s1 / n and the squares' sum is s2 - s1 * s1 / n.
+    The subtraction cancels about log2(1 + (mean - k)^2 / var) of float64's 53 bits:
+    float32's 24 stay exact unless k lies ~10^4 deviations from the mean, and a
+    constant row's variance is exactly 0, as eager's Welford's.  Two passes read the activation
+    twice: a batch norm's statistics, two kernels where one does
+    (mlirc-fuse-sibling-reductions)."""
+    rank = len(shapes.shape_of(x))
+    kept = [dim_of(x, d) for d in range(rank)]
+    # sliced before the conversion: each kernel then reads the float32 data and widens it
+    wide = shapes.element_type(acc)
+    pivot = b.convert(b.slice_(x, [0] * rank, [1] * rank, [1 if d in dims else n for d, n in enumerate(kept)]), wide)
+    dev = b.elementwise("sub", b.convert(x, wide), pivot)
+    total = b.reduce("reduce_sum", dev, dims, True)
+    squared = b.reduce("reduce_sum", b.elementwise("mul", dev, dev), dims, True)
+    n = lctx.size_tensor(count, acc)
+    mean = b.elementwise("add", pivot, b.elementwise("div", total, n))
+    squares = b.elementwise("sub", squared, b.elementwise("div", b.elementwise("mul", total, total), n))
+    # rounding may leave a hair below 0, where a root would be NaN
+    return mean, b.elementwise("maximum", squares, lctx.typed(0.0, acc))
 
 
 def _arg_reduction(name: str):

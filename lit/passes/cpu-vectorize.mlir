@@ -433,3 +433,36 @@ func.func @kernel_column_sum(%x: tensor<6x41x64xf32>) -> tensor<6x64xf32> attrib
   } -> tensor<6x64xf32>
   return %r : tensor<6x64xf32>
 }
+
+// Two column sums in one generic (mlirc-fuse-sibling-reductions: a batch norm's
+// statistics in float64, the deviations from a pivot row and their squares), one
+// fill for both inits as CSE leaves it: each partial result stays in registers,
+// the input is read once per step, and both inits are filled inside the rows loop.
+// CHECK-LABEL: func.func @kernel_sibling_column_sums
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for {{.*}} {
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf64>, vector<16xf64>)
+// CHECK: vector.transfer_read {{.*}} vector<16xf32>
+// CHECK: arith.extf {{.*}} to vector<16xf64>
+// CHECK: arith.addf {{.*}} : vector<16xf64>
+// CHECK: arith.mulf {{.*}} : vector<16xf64>
+// CHECK: arith.addf {{.*}} : vector<16xf64>
+// CHECK: scf.yield {{.*}} : vector<16xf64>, vector<16xf64>
+// CHECK-COUNT-2: vector.transfer_write
+// CHECK: } {mlirc.parallel_loop}
+#pivot = affine_map<(d0, d1, d2) -> (d2)>
+func.func @kernel_sibling_column_sums(%x: tensor<6x41x64xf32>, %k: tensor<64xf64>) -> (tensor<6x64xf64>, tensor<6x64xf64>) attributes {mlirc.kernel} {
+  %zero = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<6x64xf64>
+  %f = linalg.fill ins(%zero : f64) outs(%e : tensor<6x64xf64>) -> tensor<6x64xf64>
+  %r:2 = linalg.generic {indexing_maps = [#nhw, #pivot, #nc, #nc], iterator_types = ["parallel", "reduction", "parallel"]} ins(%x, %k : tensor<6x41x64xf32>, tensor<64xf64>) outs(%f, %f : tensor<6x64xf64>, tensor<6x64xf64>) {
+  ^bb0(%in: f32, %kv: f64, %acc: f64, %acc2: f64):
+    %w = arith.extf %in : f32 to f64
+    %d = arith.subf %w, %kv : f64
+    %s = arith.addf %d, %acc : f64
+    %sq = arith.mulf %d, %d : f64
+    %s2 = arith.addf %sq, %acc2 : f64
+    linalg.yield %s, %s2 : f64, f64
+  } -> (tensor<6x64xf64>, tensor<6x64xf64>)
+  return %r#0, %r#1 : tensor<6x64xf64>, tensor<6x64xf64>
+}

@@ -1,0 +1,204 @@
+"""mlirc-fuse-sibling-reductions: column sums over the same input become one
+multi-result generic, which reads that input once (CPU).
+
+A batch norm's backward sums two things per channel over (N, H, W) -- the output
+gradient, and the gradient times the centred input -- and its training forward the
+input's deviations and their squares.  On channels-last activations these are
+column sums (mlirc-split-column-sums cuts them into a partial sum per row block).
+Each was a kernel of its own: the shared operand streamed through memory twice, and
+a 16-thread step paid a fork and join per sum.  Inductor computes such sums in one
+loop nest; on the GPU, row fusion groups them (mlirc-gpu-sibling-reductions).
+
+Two generics fuse when both reduce, over the same loops (the same iterators, and a
+shared input read through the same permutation, which fixes the loop ranges), write
+every result through one map whose innermost dim is the shared input's innermost
+(a column: mlirc-cpu-vectorize keeps the partial sums in vector registers across
+the reduced loops, whatever their count), each result combines its accumulator with
+one known combiner, and neither body gathers or reads a loop index.  Row reductions
+(softmax, layer norm) are left to row fusion (mlirc-cpu-fuse-rows), which keeps a
+row in L1 across more than two members.
+
+The fused op takes the first one's place where the second one's operands are at
+hand there: defined before it, or made before it by ops that only shape or fill
+tensors (its init's fill, a collapse of a per-channel vector), which move up.
+Otherwise it takes the second one's place if nothing reads the first one's results
+before that (a batch of one's backward computes the centred input between the two
+sums).  Nothing is recomputed, and what each body computes is unchanged.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import linalg
+
+from mlirc.dialects.mlirc_dialect import target_of
+from mlirc.passes.ir_utils import clone_body, entry_functions, erase_op
+from mlirc.passes.linalg_utils import combines_accumulators, dps_inputs, indexing_maps, written_map
+from mlirc.passes.registry import register_pass
+
+NAME = "mlirc-fuse-sibling-reductions"
+# Ops that only make, shape or fill tensors: moved up to where the fused op goes.
+MOVABLE = frozenset(
+    {"arith.constant", "tensor.empty", "linalg.fill", "tensor.collapse_shape", "tensor.expand_shape"}
+)  # fmt: skip
+Pair = tuple[ir.Value, ir.AffineMap]
+
+
+def _vectorizable_sums(op: ir.Operation) -> bool:
+    """Does each result combine its own accumulator with a known combiner, with no
+    loop index or gather read (what the column schedule vectorizes)?"""
+    body = op.regions[0].blocks[0]
+    if any(inner.name in ("linalg.index", "tensor.extract") for inner in body.operations):
+        return False
+    return combines_accumulators(op)
+
+
+def _column_key(op: ir.Operation) -> tuple | None:
+    """What two column sums must share to fuse (iterators, written map, innermost
+    dim), or None for any other op."""
+    if op.name != "linalg.generic":
+        return None
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    written = written_map(op)
+    if written is None or not any(it.endswith("<reduction>") for it in iterators) or not written.results:
+        return None
+    last = written.results[-1]
+    if not isinstance(last, ir.AffineDimExpr) or not iterators[ir.AffineDimExpr(last).position].endswith("<parallel>"):
+        return None
+    if not _permuted_inputs(op, ir.AffineDimExpr(last).position) or not _vectorizable_sums(op):
+        return None
+    return (tuple(iterators), str(written))
+
+
+def _permuted_inputs(op: ir.Operation, column: int) -> list[Pair]:
+    """The inputs read through a permutation whose innermost dim is `column`."""
+    found = []
+    for value, amap in zip(dps_inputs(op), indexing_maps(op), strict=False):
+        last = amap.results[-1] if amap.results else None
+        if amap.is_permutation and isinstance(last, ir.AffineDimExpr) and ir.AffineDimExpr(last).position == column:
+            found.append((value, amap))
+    return found
+
+
+def _available(value: ir.Value, before: int, order: dict, moves: set) -> bool:
+    """Is `value` defined before position `before`, or made by movable ops from such
+    values (collected in `moves`)?"""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return True
+    op = owner.operation
+    if op not in order or order[op] < before:
+        return True
+    if op.name not in MOVABLE:
+        return False
+    if all(_available(v, before, order, moves) for v in op.operands):
+        moves.add(op)
+        return True
+    return False
+
+
+def _shares_a_column_read(first: ir.Operation, second: ir.Operation) -> bool:
+    column = ir.AffineDimExpr(written_map(first).results[-1]).position
+    return bool(set(_permuted_inputs(first, column)) & set(_permuted_inputs(second, column)))
+
+
+def _shared_init_not_made(init: ir.Value) -> bool:
+    """An init both ops write that is not a fill or an empty tensor (which
+    _fresh_init copies)."""
+    maker = init.owner
+    return isinstance(maker, ir.Block) or maker.name not in ("linalg.fill", "tensor.empty")
+
+
+def _fresh_init(init: ir.Value) -> ir.Value:
+    """A copy of the fill (or empty tensor) that makes `init`, so two results do not
+    share one init."""
+    maker = init.owner.operation
+    clone = maker.clone()
+    target = maker.operands[1].owner if maker.name == "linalg.fill" else None
+    if target is not None and not isinstance(target, ir.Block) and target.name == "tensor.empty":
+        empty = target.operation.clone()
+        clone.operands[1] = empty.results[0]
+        empty.move_before(clone)
+    return clone.results[0]
+
+
+def _fuse(first: ir.Operation, second: ir.Operation, at: ir.Operation) -> None:
+    """Replace both by one generic placed before `at` (either of them): the first's
+    results, then the second's."""
+    inputs: list[Pair] = []
+    for pair in [*_pairs(first), *_pairs(second)]:
+        if pair not in inputs:
+            inputs.append(pair)
+    outs = [*_inits(first), *_inits(second)]
+    out_maps = indexing_maps(first)[len(dps_inputs(first)) :] + indexing_maps(second)[len(dps_inputs(second)) :]
+    with ir.InsertionPoint(at), first.location:
+        for i, value in enumerate(outs):
+            if value in outs[:i]:
+                outs[i] = _fresh_init(value)
+        maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in [*(m for _, m in inputs), *out_maps]])
+        fused = linalg.GenericOp(
+            [*(r.type for r in first.results), *(r.type for r in second.results)],
+            [v for v, _ in inputs],
+            outs,
+            maps,
+            first.attributes["iterator_types"],
+        )
+    element = [ir.ShapedType(v.type).element_type for v in [*(v for v, _ in inputs), *outs]]
+    block = fused.regions[0].blocks.append(*element)
+    args = list(block.arguments)
+    out_args = args[len(inputs) :]
+    yielded = []
+    for op, accumulators in ((first, out_args[: len(first.results)]), (second, out_args[len(first.results) :])):
+        yielded += clone_body(op, block, [args[inputs.index(pair)] for pair in _pairs(op)] + accumulators)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp(yielded)
+    for old, new in zip([*first.results, *second.results], fused.results, strict=True):
+        old.replace_all_uses_with(new)
+    erase_op(second)
+    erase_op(first)
+
+
+def _op(owner: ir.Operation | ir.OpView) -> ir.Operation:
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
+def _pairs(op: ir.Operation) -> list[Pair]:
+    return list(zip(dps_inputs(op), indexing_maps(op), strict=False))
+
+
+def _inits(op: ir.Operation) -> list[ir.Value]:
+    return list(op.operands)[len(dps_inputs(op)) :]
+
+
+def _fuse_one(block: ir.Block) -> bool:
+    """Fuse the first sibling pair found in `block`; False when there is none."""
+    ops = [op.operation for op in block.operations]
+    order = {op: i for i, op in enumerate(ops)}
+    keys = {op: _column_key(op) for op in ops}
+    for first in ops:
+        if keys[first] is None:
+            continue
+        for second in ops[order[first] + 1 :]:
+            if keys[second] != keys[first] or not _shares_a_column_read(first, second):
+                continue
+            if any(_shared_init_not_made(v) for v in _inits(second) if v in _inits(first)):
+                continue
+            moves: set = set()
+            if all(_available(v, order[first], order, moves) for v in second.operands):
+                for op in sorted(moves, key=order.get):
+                    op.move_before(first)
+                _fuse(first, second, first)
+                return True
+            if all(order.get(_op(use.owner), -1) > order[second] for r in first.results for use in r.uses):
+                _fuse(first, second, second)
+                return True
+    return False
+
+
+@register_pass(NAME, "Fuse column sums that read the same input into one multi-result generic (CPU)")
+def fuse_sibling_reductions(module: ir.Operation) -> None:
+    if target_of(module) != "cpu":
+        return
+    for entry in entry_functions(module.regions[0].blocks[0]):
+        while _fuse_one(entry.entry_block):
+            pass
