@@ -89,6 +89,20 @@ def _divides_integers(op: ir.Operation) -> bool:
     return False
 
 
+def _contracts_into_a_scalar(op: ir.Operation) -> bool:
+    """A whole reduction (a 0-d result) of operands read through different maps, as
+    (x * w).sum() with w broadcast along the rows: vectorized, MLIR's
+    reduction_to_contract makes it a vector.contract into a scalar accumulator, whose
+    outer-product lowering casts that scalar to a vector and aborts the process.
+    These stay scalar loops (a large one is split into partial sums before, by
+    mlirc-split-reductions, and only its last, short stage is a whole reduction)."""
+    if op.name != "linalg.generic" or any(shapes.shape_of(r) for r in op.results):
+        return False
+    maps = ir.ArrayAttr(op.attributes["indexing_maps"])
+    read = {str(m) for m in list(maps)[: len(op.operands) - len(op.results)] if ir.AffineMapAttr(m).value.results}
+    return len(read) > 1
+
+
 def _reduces_an_invariant(op: ir.Operation) -> bool:
     """A reduction whose yielded values depend on no input element and no index
     (`acc + 1` once a comparison folds to true): MLIR's vectorizer combines such a
@@ -478,6 +492,8 @@ def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
         return _scalar_plan(op)  # multi-result reductions (argmax) stay scalar
     if _divides_integers(op) or _computes_on_bf16(op):
         return _scalar_plan(op)
+    if _contracts_into_a_scalar(op):
+        return None
     sizes = _loop_sizes(op)
     if not sizes or 0 in sizes:
         return None

@@ -183,6 +183,21 @@ def test_float32_variance_in_one_pass_rounds_as_float64(shape, dims, scale, offs
     compile_and_compare(f, x)
 
 
+@pytest.mark.parametrize("shape", [(8, 4), (8, 16), (1, 1), (7, 33), (0, 5), (3, 5, 7)])
+def test_whole_sum_of_a_broadcast_product(shape):
+    """(x * w).sum() with w broadcast: a whole reduction of operands read through
+    different maps, which aborted the process in MLIR's vector lowering; eager's value,
+    also on a transposed x, with w broadcast along either dim, and with NaN and inf."""
+    x = torch.randn(shape[::-1]).mT if len(shape) == 2 else torch.randn(shape)
+    w = torch.randn(shape[-1])
+    v = torch.randn(shape[0], *[1] * (len(shape) - 1))
+    compile_and_compare(lambda x, w, v: ((x * w).sum(), (x * v).sum(), (x * w * v).sum()), x, w, v)
+    if x.numel():
+        x, w = x.contiguous(), w.clone()
+        x.view(-1)[-1], w[0] = float("nan"), float("inf")
+        compile_and_compare(lambda x, w: (x * w).sum(), x, w)
+
+
 @pytest.mark.parametrize("rows,inner,width", [(2, 3, 5), (1, 1, 1), (3, 7, 129), (0, 4, 6)])
 def test_cheap_value_read_by_a_sum_through_a_reshape_and_by_a_padding(rows, inner, width):
     """A cheap elementwise value read by a sum through a reshape, by a padding (a

@@ -466,3 +466,26 @@ func.func @kernel_sibling_column_sums(%x: tensor<6x41x64xf32>, %k: tensor<64xf64
   } -> (tensor<6x64xf64>, tensor<6x64xf64>)
   return %r#0, %r#1 : tensor<6x64xf64>, tensor<6x64xf64>
 }
+
+// A whole reduction of a product of operands read through different maps ((x * w).sum()
+// with w broadcast along the rows) stays scalar: vectorized, reduction_to_contract made
+// it a vector.contract into a scalar, whose lowering aborted the process.
+// CHECK-LABEL: func.func @kernel_broadcast_product_sum
+// CHECK: linalg.generic
+// CHECK-NOT: vector.
+// CHECK: return
+#bp_rows = affine_map<(d0, d1) -> (d0, d1)>
+#bp_cols = affine_map<(d0, d1) -> (d1)>
+#bp_whole = affine_map<(d0, d1) -> ()>
+func.func @kernel_broadcast_product_sum(%x: tensor<8x16xf32>, %w: tensor<16xf32>) -> tensor<f32> attributes {mlirc.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %r = linalg.generic {indexing_maps = [#bp_rows, #bp_cols, #bp_whole], iterator_types = ["reduction", "reduction"]} ins(%x, %w : tensor<8x16xf32>, tensor<16xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %p, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
