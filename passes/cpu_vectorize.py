@@ -103,6 +103,23 @@ def _contracts_into_a_scalar(op: ir.Operation) -> bool:
     return len(read) > 1
 
 
+# A generic that loads and stores fewer bytes than this in all runs on one thread
+# (its loop is not marked for mlirc-cpu-parallelize): a fork and join costs more.
+MIN_PARALLEL_BYTES = 16 << 10
+
+
+def _moves_little(op: ir.Operation, sizes: list[int | None]) -> bool:
+    """Does the generic move fewer than MIN_PARALLEL_BYTES: each of its iterations
+    loads one element of each input and stores one of each result, through whatever
+    maps?  mlirc-cpu-parallelize sizes a kernel by its buffers, which overstates a
+    read through constant indices: a variance's pivot row, 24 elements of a 275 KB
+    activation, forked onto 16 threads."""
+    if op.name != "linalg.generic" or any(s is None for s in sizes):
+        return False
+    per_iteration = sum(elem_bytes(shapes.elem_of(v)) for v in op.operands if isinstance(v.type, ir.ShapedType))
+    return math.prod(sizes) * per_iteration < MIN_PARALLEL_BYTES
+
+
 def _reduces_an_invariant(op: ir.Operation) -> bool:
     """A reduction whose yielded values depend on no input element and no index
     (`acc + 1` once a comparison folds to true): MLIR's vectorizer combines such a
@@ -330,7 +347,10 @@ def _scalar_plan(op: ir.Operation) -> Plan | None:
         return None
     inits = list(op.operands)[len(op.operands) - len(op.results) :]
     fills = [not isinstance(v.owner, ir.Block) and v.owner.name == "linalg.fill" for v in inits]
-    return Plan([1], [], parallel_outer=True, fuse_init=any(fills), interchange=_output_order(op))
+    sizes = _loop_sizes(op) or [None]
+    return Plan(
+        [1], [], parallel_outer=not _moves_little(op, sizes), fuse_init=any(fills), interchange=_output_order(op)
+    )
 
 
 def _at_most(size: int | None, bound: int) -> bool:
@@ -525,6 +545,7 @@ def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
     iterators = [_iterators(op)[d] for d in order] if order else _iterators(op) if op.name == "linalg.generic" else []
     tiles = [1] * (len(sizes) - 1) + [lanes]
     outer_parallel = op.name == "linalg.copy" or iterators[:1] == ["#linalg.iterator_type<parallel>"]
+    outer_parallel = outer_parallel and not _moves_little(op, sizes)
     inner = sizes[order[-1] if order else -1]
     # Only a generic's parallel vector loop: peeling the trips of a reduction that
     # carries its accumulator (a whole-tensor sum) came out wrong, and a peeled

@@ -66,7 +66,9 @@ def all_parallel(op: ir.Operation) -> bool:
 
 
 def elem_bytes(elem: ir.Type) -> int:
-    """Bytes per element (an i1 takes one)."""
+    """Bytes per element (an i1 takes one; an index, 64-bit hosts', eight)."""
+    if isinstance(elem, ir.IndexType):
+        return 8
     if isinstance(elem, ir.IntegerType):
         return max(ir.IntegerType(elem).width // 8, 1)
     return ir.FloatType(elem).width // 8

@@ -489,3 +489,21 @@ func.func @kernel_broadcast_product_sum(%x: tensor<8x16xf32>, %w: tensor<16xf32>
   } -> tensor<f32>
   return %r : tensor<f32>
 }
+
+// A generic that moves a few hundred bytes (a variance's pivot row: one element per
+// channel of a large activation, read through constant indices) is not marked for
+// threads, whatever the size of the buffer it reads: a fork and join costs more.
+// CHECK-LABEL: func.func @kernel_pivot_row
+// CHECK-NOT: mlirc.parallel_loop
+// CHECK: return
+#pivot_read = affine_map<(d0) -> (0, 0, 0, d0)>
+#pivot_row = affine_map<(d0) -> (d0)>
+func.func @kernel_pivot_row(%x: tensor<3x33x29x24xf32>) -> tensor<24xf64> attributes {mlirc.kernel} {
+  %e = tensor.empty() : tensor<24xf64>
+  %r = linalg.generic {indexing_maps = [#pivot_read, #pivot_row], iterator_types = ["parallel"]} ins(%x : tensor<3x33x29x24xf32>) outs(%e : tensor<24xf64>) {
+  ^bb0(%in: f32, %out: f64):
+    %w = arith.extf %in : f32 to f64
+    linalg.yield %w : f64
+  } -> tensor<24xf64>
+  return %r : tensor<24xf64>
+}
