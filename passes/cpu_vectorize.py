@@ -347,7 +347,7 @@ def _scalar_plan(op: ir.Operation) -> Plan | None:
         return None
     inits = list(op.operands)[len(op.operands) - len(op.results) :]
     fills = [not isinstance(v.owner, ir.Block) and v.owner.name == "linalg.fill" for v in inits]
-    sizes = _loop_sizes(op) or [None]
+    sizes = (_loop_sizes(op) if op.name == "linalg.generic" else None) or [None]  # named ops: their maps are implicit
     return Plan(
         [1], [], parallel_outer=not _moves_little(op, sizes), fuse_init=any(fills), interchange=_output_order(op)
     )

@@ -507,3 +507,13 @@ func.func @kernel_pivot_row(%x: tensor<3x33x29x24xf32>) -> tensor<24xf64> attrib
   } -> tensor<24xf64>
   return %r : tensor<24xf64>
 }
+
+// A named pooling op (its indexing maps implicit) stays scalar, split over its batch
+// for threads.
+// CHECK-LABEL: func.func @kernel_named_pooling
+// CHECK: linalg.pooling_nchw_max
+// CHECK: } {mlirc.parallel_loop}
+func.func @kernel_named_pooling(%x: tensor<2x3x9x9xf32>, %w: tensor<3x3xf32>, %o: tensor<2x3x7x7xf32>) -> tensor<2x3x7x7xf32> attributes {mlirc.kernel} {
+  %r = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<2x3x9x9xf32>, tensor<3x3xf32>) outs(%o : tensor<2x3x7x7xf32>) -> tensor<2x3x7x7xf32>
+  return %r : tensor<2x3x7x7xf32>
+}
