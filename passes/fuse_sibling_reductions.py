@@ -122,7 +122,7 @@ def _fresh_init(init: ir.Value) -> ir.Value:
     return clone.results[0]
 
 
-def _fuse(first: ir.Operation, second: ir.Operation, at: ir.Operation) -> None:
+def _fuse(first: ir.Operation, second: ir.Operation, at: ir.Operation) -> ir.Operation:
     """Replace both by one generic placed before `at` (either of them): the first's
     results, then the second's."""
     inputs: list[Pair] = []
@@ -156,6 +156,7 @@ def _fuse(first: ir.Operation, second: ir.Operation, at: ir.Operation) -> None:
         old.replace_all_uses_with(new)
     erase_op(second)
     erase_op(first)
+    return fused.operation
 
 
 def _op(owner: ir.Operation | ir.OpView) -> ir.Operation:
@@ -170,29 +171,54 @@ def _inits(op: ir.Operation) -> list[ir.Value]:
     return list(op.operands)[len(dps_inputs(op)) :]
 
 
-def _fuse_one(block: ir.Block) -> bool:
-    """Fuse the first sibling pair found in `block`; False when there is none."""
-    ops = [op.operation for op in block.operations]
-    order = {op: i for i, op in enumerate(ops)}
-    keys = {op: _column_key(op) for op in ops}
-    for first in ops:
-        if keys[first] is None:
-            continue
-        for second in ops[order[first] + 1 :]:
-            if keys[second] != keys[first] or not _shares_a_column_read(first, second):
-                continue
-            if any(_shared_init_not_made(v) for v in _inits(second) if v in _inits(first)):
-                continue
-            moves: set = set()
-            if all(_available(v, order[first], order, moves) for v in second.operands):
-                for op in sorted(moves, key=order.get):
-                    op.move_before(first)
-                _fuse(first, second, first)
-                return True
-            if all(order.get(_op(use.owner), -1) > order[second] for r in first.results for use in r.uses):
-                _fuse(first, second, second)
-                return True
-    return False
+def _fuse_pair(first: ir.Operation, second: ir.Operation, order: dict) -> ir.Operation | None:
+    """The two fused in the first one's place or the second's (the module docstring
+    says when), or None where neither may hold them."""
+    if not _shares_a_column_read(first, second):
+        return None
+    if any(_shared_init_not_made(v) for v in _inits(second) if v in _inits(first)):
+        return None
+    moves: set = set()
+    if all(_available(v, order[first], order, moves) for v in second.operands):
+        for op in sorted(moves, key=order.get):
+            op.move_before(first)
+        return _fuse(first, second, first)
+    if all(order.get(_op(use.owner), -1) > order[second] for r in first.results for use in r.uses):
+        return _fuse(first, second, second)
+    return None
+
+
+def _fuse_siblings(block: ir.Block) -> None:
+    """Fuse sibling pairs in `block`, front to back; a fused op looks for a third."""
+    keys: dict = {}  # each op's _column_key, kept across fusions
+    start = 0
+    while True:
+        ops = [op.operation for op in block.operations]
+        order = {op: i for i, op in enumerate(ops)}
+        by_key: dict = {}
+        for op in ops:
+            if op not in keys:
+                keys[op] = _column_key(op)
+            if keys[op] is not None:
+                by_key.setdefault(keys[op], []).append(op)
+        fused = None
+        for first in ops[start:]:
+            key = keys[first]
+            for second in by_key.get(key, []) if key is not None else []:
+                if order[second] <= order[first]:
+                    continue
+                # dropped before the fusion erases them (an erased op cannot be hashed)
+                del keys[first], keys[second]
+                fused = _fuse_pair(first, second, order)
+                if fused is not None:
+                    keys[fused] = key
+                    break
+                keys[first] = keys[second] = key
+            if fused is not None:
+                break
+        if fused is None:
+            return
+        start = [op.operation for op in block.operations].index(fused)
 
 
 @register_pass(NAME, "Fuse column sums that read the same input into one multi-result generic (CPU)")
@@ -200,5 +226,4 @@ def fuse_sibling_reductions(module: ir.Operation) -> None:
     if target_of(module) != "cpu":
         return
     for entry in entry_functions(module.regions[0].blocks[0]):
-        while _fuse_one(entry.entry_block):
-            pass
+        _fuse_siblings(entry.entry_block)
