@@ -10,7 +10,11 @@ mlirc-cpu-bufferize's hoisting turns into one stack buffer per thread).
 
 A group may start with a contraction (a narrow linear layer from
 mlirc-cpu-skinny-matmul): a classifier's dot products, bias and log_softmax are
-then one loop, each row's logits never leaving L1.
+then one loop, each row's logits never leaving L1.  Per-row work between the
+sums joins it too, one element per row, with the reshapes of what the entry
+returns moved after the group: a training layer norm, whose mean and rstd the
+forward returns for the backward, is one kernel (with its residual add), where
+the statistics' reshapes and the per-row kernels split it into five.
 
 The loop runs over the rows flattened to one index, so that mlirc-cpu-parallelize
 can split it across threads whatever the row dims' sizes; it is marked as the
@@ -301,5 +305,7 @@ def tile_rows(kernel: func.FuncOp, rows: int) -> bool:
 
 @register_pass("mlirc-cpu-fuse-rows", "CPU: fuse consecutive kernels over the same rows into one loop over rows")
 def cpu_fuse_rows(module: ir.Operation) -> None:
-    for kernel, rows in fuse_row_groups(module, MAX_ROW, contractions=True, row_elements=True):
+    for kernel, rows in fuse_row_groups(
+        module, MAX_ROW, contractions=True, row_elements=True, per_row=True, across_reshapes=True
+    ):
         tile_rows(kernel, rows)

@@ -7,10 +7,14 @@ R into P.  Inside the group a kernel may read an earlier member's result only in
 place -- a P x R tile through the identity map, a row vector through (P) -- so
 that one row of every member can be computed before the next row starts.
 
-Where the caller allows it (the GPU), a group may also hold pointwise kernels over
-P alone: per-row work between reductions (logsumexp's `where(isinf(max), 0, max)`
-on the row maxima, the log after its sum), computed on the row values a program
-holds.  Outside a group each is a kernel of its own, and splits the group in two.
+Where the caller allows it, a group may also hold pointwise kernels over P alone:
+per-row work between reductions (logsumexp's `where(isinf(max), 0, max)` on the
+row maxima, the log after its sum, a training layer norm's mean and rstd, which
+the forward returns for the backward), computed on the row values a GPU program
+holds, or on one element per row in a CPU row loop.  Outside a group each is a
+kernel of its own, and splits the group in two.  Where a group so formed around a
+narrow linear layer (its rows, its bias add per row) would keep the next
+reduction from taking both as the start of a longer group, the longer one wins.
 
 Where the caller allows it (the CPU), a group may also start with contractions:
 kernels whose result is a whole P x R tile, reduced over further dims (a narrow
@@ -127,7 +131,8 @@ class Grouper:
         self.row_elements = row_elements
         # May reshapes lie between members (moved after the group's call where they
         # reshape its results)?  A batch norm's statistics are reshaped for the return
-        # between the per-channel kernels that would join their last sum.
+        # between the per-channel kernels that would join their last sum, a training
+        # layer norm's mean and rstd between its sums.
         self.across_reshapes = across_reshapes
         self.keys = SizeKeys()  # the `?` sizes of the entry being grouped
 
@@ -211,16 +216,41 @@ class Grouper:
         self.keys = SizeKeys()
         found, floor, i = [], 0, 0
         while i < len(calls):
-            shape = self.call_shape(calls[i])
-            if shape is None or shape.rows is None or shape.row_elements() > self.max_row:
+            shape = self._seed_shape(calls[i])
+            if shape is None:
                 i += 1
                 continue
             group = self.grow(calls, floor, i, shape)
+            if self._longer_from_next_seed(calls, floor, i, group):
+                i += 1
+                continue
             if len(group) > 1:
                 found.append(group)
                 floor = calls.index(group[-1]) + 1
             i = max(i + 1, floor)
         return found
+
+    def _seed_shape(self, call: ir.Operation) -> RowShape | None:
+        """The row shape of a reduction a group may grow around."""
+        shape = self.call_shape(call)
+        if shape is None or shape.rows is None or shape.row_elements() > self.max_row:
+            return None
+        return shape
+
+    def _longer_from_next_seed(self, calls: list[ir.Operation], floor: int, at: int, group: list[ir.Operation]) -> bool:
+        """Would the next reduction's group take `calls[at]` in a longer group?  A
+        narrow linear layer seeds a group of its own rows, which its bias add joins as
+        per-row work; the row max after it takes both, the contraction first, as
+        rows of a longer group."""
+        if not (self.per_row and self.contractions):
+            return False
+        end = calls.index(group[-1]) + 1
+        for k in range(end, len(calls)):
+            shape = self._seed_shape(calls[k])
+            if shape is not None:
+                other = self.grow(calls, floor, k, shape)
+                return calls[at] in other and len(other) > len(group)
+        return False
 
     def grow(self, calls: list[ir.Operation], floor: int, at: int, shape: RowShape) -> list[ir.Operation]:
         """The longest run around the reduction at `at`: pointwise producers before

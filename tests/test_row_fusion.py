@@ -2,6 +2,8 @@
 loop over rows; results must match eager for every row shape, including rows
 that are too long to fuse, single rows, 0 rows and non-contiguous inputs."""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -82,3 +84,35 @@ def test_half_types_compile_on_the_cpu(dtype, monkeypatch):
     assert stats.fallback_nodes >= 1 and any("computes eagerly on the CPU" in k for k in stats.fallback_ops), (
         stats.summary()
     )
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 5, 37), (2, 64, 256), (1, 7, 129), (2, 3, MAX_ROW + 5), (0, 4, 9)])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_training_layer_norm_forward_is_one_row_loop(shape, transposed, monkeypatch, tmp_path):
+    """A training layer norm returns its mean and rstd for the backward, reshaped to
+    [..., 1] between its kernels; its per-row work (the mean, the rstd) and the
+    reshapes no longer split the row group: the residual add, the statistics and the
+    normalization are one kernel in the forward.  Values, the saved statistics' use
+    in the backward (input, weight and bias gradients) against eager."""
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    torch.manual_seed(0)
+    eager = torch.nn.LayerNorm(shape[-1])
+    with torch.no_grad():
+        eager.weight.normal_(), eager.bias.normal_()
+    compiled = torch.nn.LayerNorm(shape[-1])
+    compiled.load_state_dict(eager.state_dict())
+    step = torch.compile(lambda x, y: compiled(x + y), backend="mlirc")
+    x = torch.randn(shape[1], shape[0], shape[2]).transpose(0, 1) if transposed else torch.randn(shape)
+    x = (x * 3 + 1).requires_grad_(True)
+    y = torch.randn(shape[-1])
+    want, got = eager(x + y), step(x, y)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    grad = torch.randn_like(want)
+    inputs = lambda m: (x, m.weight, m.bias)  # noqa: E731
+    grads = torch.autograd.grad(got, inputs(compiled), grad), torch.autograd.grad(want, inputs(eager), grad)
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    # transposed: x + y is saved for the backward in x's strides, by a copy kernel
+    if shape[0] * shape[1] > 1 and 1 < shape[-1] <= MAX_ROW and not transposed:
+        forward = min(tmp_path.glob("*.wrapper.py"), key=lambda p: int(re.search(r"\d+", p.name).group()))
+        assert forward.read_text().count("kernels['") == 1, forward.read_text()
