@@ -28,6 +28,7 @@ from mlirc.passes import (  # noqa: F401
     cpu_merge_small_kernels,
     cpu_omp_dispatch,
     cpu_parallelize,
+    cpu_reread_stored,
     cpu_size_args,
     cpu_skinny_matmul,
     cpu_strided_copies,
@@ -124,6 +125,8 @@ CPU_BUFFERIZE = [
     # Kernels of `?` sizes: pointers and sizes (the bare-pointer convention)
     "mlirc-cpu-size-args",
     "canonicalize",
+    # a merged kernel's loop re-reads the values the serial code stored for it
+    "mlirc-cpu-reread-stored",
     "mlirc-cpu-parallelize",
 ]
 CPU_TO_LLVM = [
