@@ -1,6 +1,7 @@
 """Training steps: eager vs Inductor vs mlirc, forward + backward + optimizer step.
 
     python benchmarks/train_bench.py [out_dir] [--device cpu|cuda] [--cases mlp,gpt2] [--steps 50]
+        [--mode reduce-overhead] [--update-mode reduce-overhead]
 
 Each backend trains its own copy of a model from the same initial weights on the same
 batches: the model with its loss is one torch.compile'd module (AOTAutograd hands the
@@ -158,21 +159,35 @@ CASES: dict[str, tuple[Callable[[], nn.Module], dict[str, Callable], Callable]] 
 class Trainer:
     """One backend's copy of the model, its optimizer, and its step."""
 
-    def __init__(self, backend: str, model: nn.Module, make_optimizer: Callable) -> None:
+    def __init__(
+        self,
+        backend: str,
+        model: nn.Module,
+        make_optimizer: Callable,
+        mode: str = "default",
+        update_mode: str = "default",
+    ) -> None:
         self.model = copy.deepcopy(model)
         self.optimizer = make_optimizer(self.model.parameters())
+        # Inductor's CUDA graph trees are told where a step begins (its graphs run in
+        # an order they cannot infer otherwise), and the loss is copied out of the
+        # forward's graph before another graph's replay may overwrite it.
+        self.graphs = backend != "eager" and "reduce-overhead" in (mode, update_mode)
         if backend == "eager":
             self.forward, self.update = self.model, self.optimizer.step
         else:
-            self.forward = torch.compile(own_frame(self.model, f"{backend}_model"), backend=backend)
-            self.update = torch.compile(self.optimizer.step, backend=backend)
+            self.forward = torch.compile(own_frame(self.model, f"{backend}_model"), backend=backend, mode=mode)
+            self.update = torch.compile(self.optimizer.step, backend=backend, mode=update_mode)
 
     def step(self, x: torch.Tensor, target: torch.Tensor) -> float:
+        if self.graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         loss = self.forward(x, target)
         loss.backward()
+        loss = loss.detach().clone() if self.graphs else loss.detach()
         self.update()
         self.optimizer.zero_grad(set_to_none=True)
-        return loss.detach()
+        return loss
 
     def phases(self, x: torch.Tensor, target: torch.Tensor) -> tuple[float, float, float]:
         """One CPU step's forward, backward and optimizer times in seconds."""
@@ -232,7 +247,9 @@ def _step_ms(trainers: dict[str, Trainer], batch: tuple, device: str) -> dict[st
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
-def measure(name: str, device: str, steps: int, backends: list[str]) -> dict:
+def measure(
+    name: str, device: str, steps: int, backends: list[str], modes: tuple[str, str] = ("default", "default")
+) -> dict:
     make_model, batches_for, make_optimizer = CASES[name]
     torch.manual_seed(0)
     model = make_model().to(device)
@@ -245,7 +262,7 @@ def measure(name: str, device: str, steps: int, backends: list[str]) -> dict:
         mlirc.reset_stats()
         start = time.perf_counter()
         try:
-            trainer = Trainer(backend, model, make_optimizer)
+            trainer = Trainer(backend, model, make_optimizer, *modes)
             curves[backend] = [float(trainer.step(*b)) for b in batches]
         except Exception as err:  # one backend failing must not hide the others
             row[backend] = {"error": f"{type(err).__name__}: {str(err)[:160]}"}
@@ -331,12 +348,24 @@ def main() -> None:
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--steps", type=int, default=50, help="loss-curve steps per backend")
+    p.add_argument(
+        "--mode",
+        default="default",
+        choices=("default", "reduce-overhead"),
+        help="torch.compile mode of the model (forward and backward) for every compiled backend",
+    )
+    p.add_argument(
+        "--update-mode", default="default", choices=("default", "reduce-overhead"), help="of the optimizer step"
+    )
     args = p.parse_args()
     backends = args.backends.split(",")
-    rows = [measure(name, args.device, args.steps, backends) for name in args.cases.split(",")]
+    rows = [
+        measure(name, args.device, args.steps, backends, (args.mode, args.update_mode))
+        for name in args.cases.split(",")
+    ]
     host = torch.cuda.get_device_name() if args.device == "cuda" else machine()
     command = "python benchmarks/train_bench.py " + " ".join(sys.argv[1:])
-    header = f"Training steps on {host} (float32; Inductor default mode; {args.steps}-step loss curves); `{command}`"
+    header = f"Training steps on {host} (float32; Inductor and mlirc in mode {args.mode}, optimizer step in {args.update_mode}; {args.steps}-step loss curves); `{command}`"
     text = f"{header}\n\n{table(rows, backends)}"
     print(text)
     if args.out_dir:
@@ -344,6 +373,7 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         gpu = re.sub("[^a-z0-9]+", "-", host.lower()).strip("-")
         stem = f"train-gpu-{gpu}" if args.device == "cuda" else f"train-{host_tag(host)}"
+        stem += "".join(f"-{m}" for m in (args.mode, args.update_mode) if m != "default")[: len("-reduce-overhead")]
         (out / f"{stem}.md").write_text(text + "\n")
         (out / f"{stem}.json").write_text(json.dumps({"machine": host, "rows": rows}, indent=1) + "\n")
 

@@ -174,7 +174,7 @@ def compile_fx_graph(
             i for i in (_static_inputs() if inference else []) if i < len(example_inputs)
             and isinstance(example_inputs[i], torch.Tensor) and example_inputs[i].device == device
         ]  # fmt: skip
-        fn = CudaGraphed(fn, static)
+        fn = CudaGraphed(fn, static, written)
     fn = _cpu_scalars_to(device, fn, example_inputs)  # outside the graph: a copy from the host
     if written:
         fn = WritesInputs(fn, written)

@@ -24,6 +24,13 @@ moved (`p.data = ...`), or another argument differs, is captured again.  A graph
 that cannot be captured (a host sync inside) runs uncaptured from then on, with a
 warning.
 
+A graph that writes its inputs (an optimizer step: parameters and their state; a
+training batch norm's running statistics) writes a static one in place on every
+replay, and the capture's warm-up run, which really runs, must not count as an
+update: those inputs are restored after it (one copy of each, at capture time).  A
+result that is such an input itself is returned as the caller's tensor, and its
+storage -- the caller's own -- never keeps a replay back.
+
 Prepared values (work on parameters alone, passes/hoist_frozen.py) are read from
 their cache in place too: a region's wrapper tells the capture which caches it read
 (`note_capture`), and each replay first refreshes those whose frozen arguments
@@ -92,13 +99,19 @@ class _Capture:
         self.output: Any = None
         self.prepared: list[tuple[Any, tuple]] = []  # the caches the graph reads
         self.storages: list[tuple[torch.UntypedStorage, int]] = []  # each output storage, its own uses
+        self.passed_through: list[int | None] = []  # per output: the static input it is, if one
 
     def hold_outputs(self, output: Any) -> None:
         """Keep the captured outputs and count the uses of their storage that are this
-        graph's own (the outputs themselves, several where they share a buffer)."""
+        graph's own (the outputs themselves, several where they share a buffer).  An
+        output that is a static input itself (written in place) is the caller's."""
         self.output = output
-        storages = list({t.untyped_storage().data_ptr(): t.untyped_storage() for t in _tensors(output)}.values())
-        self.storages = [(s, _use_count(s)) for s in storages]  # counted with `storages` alone alive
+        static = {id(self.inputs[i]): i for i in self.static}
+        self.passed_through = [static.get(id(t)) for t in (output if isinstance(output, (tuple, list)) else ())]
+        callers = {self.inputs[i].untyped_storage().data_ptr() for i in self.static}
+        storages = {t.untyped_storage().data_ptr(): t.untyped_storage() for t in _tensors(output)}
+        kept = [s for ptr, s in storages.items() if ptr not in callers]
+        self.storages = [(s, _use_count(s)) for s in kept]  # counted with `storages` alone alive
 
     def outputs_free(self) -> bool:
         """Is nothing outside the graph holding its outputs, so that a replay may overwrite them?"""
@@ -122,13 +135,17 @@ class _Capture:
         for prepared, frozen in self.prepared:
             prepared.refresh_in_place(frozen)
         self.graph.replay()
-        return _aliases(self.output)
+        output = _aliases(self.output)
+        if any(i is not None for i in self.passed_through):
+            output = type(output)(v if i is None else args[i] for v, i in zip(output, self.passed_through, strict=True))
+        return output
 
 
 class CudaGraphed:
-    def __init__(self, fn: Callable, static_inputs: Iterable[int] = ()) -> None:
+    def __init__(self, fn: Callable, static_inputs: Iterable[int] = (), written: Iterable[int] = ()) -> None:
         self.fn = fn
         self.static = frozenset(static_inputs)
+        self.written = frozenset(written)  # inputs the graph writes (WritesInputs' targets)
         self.calls = 0
         self.failed = False
         self.captures: list[_Capture] = []  # of one signature, up to MAX_GRAPHS
@@ -157,9 +174,15 @@ class CudaGraphed:
         capture = _Capture(args, static)
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
+        # the warm-up updates what it writes in place; a copied input is copied in again
+        # before each replay, a static one is put back
+        before = {i: args[i].clone() for i in capture.static if i in self.written}
         with torch.cuda.stream(stream):
             self.fn(*capture.inputs)  # settle allocations before capture
         torch.cuda.current_stream().wait_stream(stream)
+        with torch.no_grad():
+            for i, value in before.items():
+                args[i].copy_(value)
         global _noted
         _noted = capture.prepared
         try:
