@@ -32,9 +32,9 @@ VIEWS = ("memref.subview", "memref.cast", "memref.expand_shape", "memref.collaps
 # Ops that read memory or none; everything else with a buffer operand may write it.
 READ_ONLY = ("vector.transfer_read", "memref.load", "vector.load", "memref.dim", "memref.alloca", "memref.alloc",
              "memref.dealloc", *VIEWS)  # fmt: skip
-# The stored operand of each store this pass can read back, and where its buffer is.
-STORES = {"vector.transfer_write": 1, "memref.store": 1}
+# Where each store's buffer operand is; the first two this pass can read back.
 WRITTEN_OPERAND = {"vector.transfer_write": 1, "memref.store": 1, "memref.copy": 1, "vector.store": 1}
+STORES = ("vector.transfer_write", "memref.store")
 EVERYTHING = -1  # a root standing for every buffer
 
 
@@ -103,14 +103,14 @@ def _reread(store: ir.Operation, at: ir.InsertionPoint) -> ir.Value | None:
     return read.results[0]
 
 
-def _reread_in(kernel: func.FuncOp, loop: ir.Operation, top: list[ir.Operation]) -> None:
+def _reread_in(loop: ir.Operation, top: list[ir.Operation]) -> None:
     position = top.index(loop)
     inside_writes = _written_roots([loop])
     body = loop.regions[0].blocks[0]
     for store in reversed(top[:position]):
         if store.name not in STORES:
             continue
-        value, buffer = store.operands[0], store.operands[STORES[store.name]]
+        value, buffer = store.operands[0], store.operands[WRITTEN_OPERAND[store.name]]
         root = _root(buffer)
         uses = [(u.owner, u.operand_number) for u in value.uses if _inside(u.owner.operation, loop)]
         if root is None or not uses:
@@ -136,4 +136,4 @@ def cpu_reread_stored(module: ir.Operation) -> None:
         top = [o.operation for o in op.entry_block.operations]
         for loop in top:
             if loop.name == "scf.for" and PARALLEL_LOOP_ATTR in loop.attributes:
-                _reread_in(op, loop, top)
+                _reread_in(loop, top)
