@@ -169,9 +169,12 @@ def compile_fx_graph(
     if mode in CUDA_GRAPH_MODES and device.type == "cuda":
         from mlirc.backends.gpu.cudagraphs import CudaGraphed
 
-        # a CPU scalar is copied to the GPU per call (below): never read in place
+        # Dynamo's static inputs index the forward's (or inference graph's) arguments;
+        # a backward reads its parameters in place as nn.Parameters, and the forward's
+        # saved activations where its graph left them (backends/gpu/cudagraphs.py).
+        # A CPU scalar is copied to the GPU per call (below): never read in place.
         static = [
-            i for i in (_static_inputs() if inference else []) if i < len(example_inputs)
+            i for i in (_static_inputs() if forward else []) if i < len(example_inputs)
             and isinstance(example_inputs[i], torch.Tensor) and example_inputs[i].device == device
         ]  # fmt: skip
         fn = CudaGraphed(fn, static, written)
