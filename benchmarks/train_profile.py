@@ -1,0 +1,87 @@
+"""Where a training step's GPU time goes, for Inductor and mlirc side by side: GPU
+busy time and wall time per step, kernels per step, and the kernels that take the
+most time, by name.
+
+    python benchmarks/train_profile.py [--cases bert,gpt2] [--mode reduce-overhead] [--top 12]
+
+Wall time above busy time means the host (Python, launches, copies into a graph's
+buffers) is the limit; where the two are close, the top kernels say which kernels to
+work on.  The steps are train_bench.py's (its models, batches and optimizers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+from train_bench import CASES, Trainer
+
+import mlirc  # noqa: F401  (registers the backend)
+
+STEPS = 5
+
+
+def _wall_ms(trainer: Trainer, batch: tuple) -> float:
+    best = float("inf")
+    for _ in range(5):  # the best of 5 runs of STEPS steps
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(STEPS):
+            trainer.step(*batch)
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - start) * 1e3 / STEPS)
+    return best
+
+
+def _kernel_times(trainer: Trainer, batch: tuple) -> dict[str, tuple[int, float]]:
+    """Per kernel name: launches and GPU ms, per step."""
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(STEPS):
+            trainer.step(*batch)
+        torch.cuda.synchronize()
+    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            entry = totals[event.name[:90]]
+            entry[0] += 1
+            entry[1] += event.device_time / 1e3
+    return {name: (int(n / STEPS), ms / STEPS) for name, (n, ms) in totals.items()}
+
+
+def profile_case(name: str, mode: str, update_mode: str, top: int) -> None:
+    make_model, batches_for, make_optimizer = CASES[name]
+    torch.manual_seed(0)
+    model = make_model().cuda()
+    batch = tuple(t.cuda() for t in batches_for["cuda"]())
+    for backend in ("inductor", "mlirc"):
+        trainer = Trainer(backend, model, make_optimizer, mode, update_mode)
+        for _ in range(5):
+            trainer.step(*batch)
+        wall = _wall_ms(trainer, batch)
+        kernels = _kernel_times(trainer, batch)
+        busy = sum(ms for _, ms in kernels.values())
+        launches = sum(n for n, _ in kernels.values())
+        print(f"\n{name} {backend}: wall {wall:.3f} ms/step, GPU busy {busy:.3f} ms, {launches} kernels/step")
+        for kernel, (n, ms) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]:
+            print(f"  {ms:8.3f} ms  x{n:<4d} {kernel}")
+        del trainer
+        torch._dynamo.reset()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default="bert,gpt2")
+    parser.add_argument("--mode", default="reduce-overhead")
+    parser.add_argument("--update-mode", default="default")
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args()
+    for name in args.cases.split(","):
+        profile_case(name, args.mode, args.update_mode, args.top)
+
+
+if __name__ == "__main__":
+    main()
