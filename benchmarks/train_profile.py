@@ -1,6 +1,7 @@
 """Where a training step's GPU time goes, for Inductor and mlirc side by side: GPU
 busy time and wall time per step, kernels per step, and the kernels that take the
-most time, by name.
+most time, by name; and the host's time in each phase (forward, backward, optimizer
+step), which says where a host-bound step loses.
 
     python benchmarks/train_profile.py [--cases bert,gpt2] [--mode reduce-overhead] [--top 12]
 
@@ -36,6 +37,29 @@ def _wall_ms(trainer: Trainer, batch: tuple) -> float:
     return best
 
 
+def _host_phases_ms(trainer: Trainer, batch: tuple) -> tuple[float, float, float]:
+    """Host time per step in the forward, the backward and the optimizer step (with
+    zero_grad), no syncs between them: where a host-bound step's wall time goes."""
+    totals = [0.0, 0.0, 0.0]
+    torch.cuda.synchronize()
+    for _ in range(STEPS * 4):
+        if trainer.graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        start = time.perf_counter()
+        loss = trainer.forward(*batch)
+        forward = time.perf_counter()
+        loss.backward()
+        loss = loss.detach().clone() if trainer.graphs else loss.detach()
+        backward = time.perf_counter()
+        trainer.update()
+        trainer.optimizer.zero_grad(set_to_none=True)
+        end = time.perf_counter()
+        for i, seconds in enumerate((forward - start, backward - forward, end - backward)):
+            totals[i] += seconds * 1e3 / (STEPS * 4)
+    torch.cuda.synchronize()
+    return totals[0], totals[1], totals[2]
+
+
 def _kernel_times(trainer: Trainer, batch: tuple) -> dict[str, tuple[int, float]]:
     """Per kernel name: launches and GPU ms, per step."""
     torch.cuda.synchronize()
@@ -62,10 +86,12 @@ def profile_case(name: str, mode: str, update_mode: str, top: int) -> None:
         for _ in range(5):
             trainer.step(*batch)
         wall = _wall_ms(trainer, batch)
+        host = _host_phases_ms(trainer, batch)
         kernels = _kernel_times(trainer, batch)
         busy = sum(ms for _, ms in kernels.values())
         launches = sum(n for n, _ in kernels.values())
         print(f"\n{name} {backend}: wall {wall:.3f} ms/step, GPU busy {busy:.3f} ms, {launches} kernels/step")
+        print(f"  host ms: forward {host[0]:.3f}, backward {host[1]:.3f}, optimizer step {host[2]:.3f}")
         for kernel, (n, ms) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]:
             print(f"  {ms:8.3f} ms  x{n:<4d} {kernel}")
         del trainer
