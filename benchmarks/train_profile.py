@@ -3,7 +3,7 @@ busy time and wall time per step, kernels per step, and the kernels that take th
 most time, by name; and the host's time in each phase (forward, backward, optimizer
 step), which says where a host-bound step loses.
 
-    python benchmarks/train_profile.py [--cases bert,gpt2] [--mode reduce-overhead] [--top 12]
+    python benchmarks/train_profile.py [--cases bert,gpt2] [--mode reduce-overhead] [--top 12] [--host-top 25]
 
 Wall time above busy time means the host (Python, launches, copies into a graph's
 buffers) is the limit; where the two are close, the top kernels say which kernels to
@@ -13,6 +13,8 @@ work on.  The steps are train_bench.py's (its models, batches and optimizers).
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import time
 from collections import defaultdict
 
@@ -60,6 +62,18 @@ def _host_phases_ms(trainer: Trainer, batch: tuple) -> tuple[float, float, float
     return totals[0], totals[1], totals[2]
 
 
+def _host_profile(trainer: Trainer, batch: tuple, top: int) -> None:
+    """The host functions that take the most time over 50 steps (cProfile, by own time)."""
+    profiler = cProfile.Profile()
+    torch.cuda.synchronize()
+    profiler.enable()
+    for _ in range(50):
+        trainer.step(*batch)
+    torch.cuda.synchronize()
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
+
+
 def _kernel_times(trainer: Trainer, batch: tuple) -> dict[str, tuple[int, float]]:
     """Per kernel name: launches and GPU ms, per step."""
     torch.cuda.synchronize()
@@ -76,7 +90,7 @@ def _kernel_times(trainer: Trainer, batch: tuple) -> dict[str, tuple[int, float]
     return {name: (int(n / STEPS), ms / STEPS) for name, (n, ms) in totals.items()}
 
 
-def profile_case(name: str, mode: str, update_mode: str, top: int) -> None:
+def profile_case(name: str, mode: str, update_mode: str, top: int, host_top: int) -> None:
     make_model, batches_for, make_optimizer = CASES[name]
     torch.manual_seed(0)
     model = make_model().cuda()
@@ -94,6 +108,8 @@ def profile_case(name: str, mode: str, update_mode: str, top: int) -> None:
         print(f"  host ms: forward {host[0]:.3f}, backward {host[1]:.3f}, optimizer step {host[2]:.3f}")
         for kernel, (n, ms) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]:
             print(f"  {ms:8.3f} ms  x{n:<4d} {kernel}")
+        if host_top:
+            _host_profile(trainer, batch, host_top)
         del trainer
         torch._dynamo.reset()
 
@@ -104,9 +120,10 @@ def main() -> None:
     parser.add_argument("--mode", default="reduce-overhead")
     parser.add_argument("--update-mode", default="default")
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--host-top", type=int, default=0, help="also cProfile 50 steps: this many functions")
     args = parser.parse_args()
     for name in args.cases.split(","):
-        profile_case(name, args.mode, args.update_mode, args.top)
+        profile_case(name, args.mode, args.update_mode, args.top, args.host_top)
 
 
 if __name__ == "__main__":
