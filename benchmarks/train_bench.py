@@ -1,7 +1,7 @@
 """Training steps: eager vs Inductor vs mlirc, forward + backward + optimizer step.
 
     python benchmarks/train_bench.py [out_dir] [--device cpu|cuda] [--cases mlp,gpt2] [--steps 50]
-        [--mode reduce-overhead] [--update-mode reduce-overhead]
+        [--mode reduce-overhead] [--update-mode reduce-overhead] [--float64]
 
 Each backend trains its own copy of a model from the same initial weights on the same
 batches: the model with its loss is one torch.compile'd module (AOTAutograd hands the
@@ -18,7 +18,11 @@ as Inductor's documentation does it.  Per model and backend the table gives
 * mlirc's fallback nodes and failed regions over forward, backward and optimizer;
 * the yardstick for the loss diffs: eager's own curve from weights moved by a relative
   1e-7 (a CNN with batch norm at batch 8 carries that to 1e-1 in 50 steps: there no
-  compiler can match eager's curve closer than rounding does).
+  compiler can match eager's curve closer than rounding does);
+* with `--float64`, the curves again in float64, where rounding starts at 1e-16: a
+  curve that chaos carries away from eager's in float32 still shows whether the
+  backend computes the step it was handed.  Each compiled backend is compared with
+  aot_eager (the same Dynamo-traced step on eager's kernels), and aot_eager with eager.
 
 The models have no dropout: generated dropout draws other masks than eager's (README,
 "Training"), so a loss curve with it could not be compared step by step.  The table
@@ -248,7 +252,12 @@ def _step_ms(trainers: dict[str, Trainer], batch: tuple, device: str) -> dict[st
 
 
 def measure(
-    name: str, device: str, steps: int, backends: list[str], modes: tuple[str, str] = ("default", "default")
+    name: str,
+    device: str,
+    steps: int,
+    backends: list[str],
+    modes: tuple[str, str] = ("default", "default"),
+    float64: bool = False,
 ) -> dict:
     make_model, batches_for, make_optimizer = CASES[name]
     torch.manual_seed(0)
@@ -282,7 +291,27 @@ def measure(
         row[backend]["loss_first_last"] = (curve[0], curve[-1])
     for backend, ms in _step_ms(trainers, batches[0], device).items():
         row[backend]["ms"] = ms
+    if float64 and "eager" in curves:
+        _float64_diffs(row, model, make_optimizer, batches, modes)
     return row
+
+
+def _float64_diffs(row: dict, model: nn.Module, make_optimizer: Callable, batches: list, modes: tuple) -> None:
+    """Float64 loss curves: each compiled backend's against aot_eager's (Dynamo's traced
+    step run by eager's kernels: what the backend was handed), and aot_eager's against
+    eager's (what tracing changed: a compiled AdamW computes its bias corrections from
+    the float32 `step` tensor, where eager takes a Python float)."""
+    model = copy.deepcopy(model).double()
+    batches = [tuple(t.double() if t.is_floating_point() else t for t in b) for b in batches]
+    compiled = [b for b in row if b in BACKENDS and b != "eager" and "curve_s" in row[b]]
+    curves = {}
+    for backend in ["eager", "aot_eager", *compiled]:
+        torch._dynamo.reset()
+        trainer = Trainer(backend, model, make_optimizer, *modes)
+        curves[backend] = [float(trainer.step(*b)) for b in batches]
+    row["traced_f64_diff"] = _loss_diff(curves["aot_eager"], curves["eager"])
+    for backend in compiled:
+        row[backend]["loss_f64_diff"] = _loss_diff(curves[backend], curves["aot_eager"])
 
 
 def _loss_diff(curve: list[float], reference: list[float]) -> float:
@@ -308,9 +337,12 @@ def _cell(entry: dict, key: str, fmt: str) -> str:
 
 
 def table(rows: list[dict], backends: list[str]) -> str:
+    float64 = any("loss_f64_diff" in r.get(b, {}) for r in rows for b in backends)
     lines = [
         "| model | " + " | ".join(f"{b} ms/step" for b in backends) + " | mlirc / inductor | "
         + " | ".join(f"{b} loss diff" for b in backends[1:]) + " | eager perturbed 1e-7 loss diff | "
+        + "".join(f"{b} float64 diff from aot_eager | " for b in backends[1:] if float64)
+        + ("aot_eager float64 diff from eager | " if float64 else "")
         + " | ".join(f"{b} peak MB" for b in backends) + " | "
         + " | ".join(f"{b} kernels/step" for b in backends) + " | mlirc fallback |",
     ]  # fmt: skip
@@ -325,6 +357,8 @@ def table(rows: list[dict], backends: list[str]) -> str:
         cells = [_cell(r.get(b, {}), "ms", ".2f") for b in backends] + [ratio]
         cells += [_cell(r.get(b, {}), "loss_rel_diff", ".1e") for b in backends[1:]]
         cells += [_cell(r, "eager_noise", ".1e")]
+        cells += [_cell(r.get(b, {}), "loss_f64_diff", ".1e") for b in backends[1:] if float64]
+        cells += [_cell(r, "traced_f64_diff", ".1e")] if float64 else []
         cells += [_cell(r.get(b, {}), "peak_mb", ".1f") for b in backends]
         cells += [_cell(r.get(b, {}), "kernels", "d") for b in backends] + [fallback]
         lines.append(f"| {r['case']} | " + " | ".join(cells) + " |")
@@ -357,15 +391,17 @@ def main() -> None:
     p.add_argument(
         "--update-mode", default="default", choices=("default", "reduce-overhead"), help="of the optimizer step"
     )
+    p.add_argument("--float64", action="store_true", help="also each backend's loss curve in float64 against eager's")
     args = p.parse_args()
     backends = args.backends.split(",")
     rows = [
-        measure(name, args.device, args.steps, backends, (args.mode, args.update_mode))
+        measure(name, args.device, args.steps, backends, (args.mode, args.update_mode), args.float64)
         for name in args.cases.split(",")
     ]
     host = torch.cuda.get_device_name() if args.device == "cuda" else machine()
     command = "python benchmarks/train_bench.py " + " ".join(sys.argv[1:])
-    header = f"Training steps on {host} (float32; Inductor and mlirc in mode {args.mode}, optimizer step in {args.update_mode}; {args.steps}-step loss curves); `{command}`"
+    checked = "; float64 curves too" if args.float64 else ""
+    header = f"Training steps on {host} (float32{checked}; Inductor and mlirc in mode {args.mode}, optimizer step in {args.update_mode}; {args.steps}-step loss curves); `{command}`"
     text = f"{header}\n\n{table(rows, backends)}"
     print(text)
     if args.out_dir:

@@ -340,6 +340,31 @@ def test_train_bench_runs_a_model_with_no_fallback():
     assert "| mlp |" in train_bench.table([row], ["eager", "mlirc"])
 
 
+def test_cnn_training_curve_matches_eager_in_float64():
+    """The training benchmark's CNN (batch norms at batch 8, ReLUs, SGD with momentum)
+    carries a 1e-7 nudge of its weights to 1e-2 of the loss within 50 float32 steps, so
+    its float32 curve cannot show a wrong gradient.  In float64 rounding starts at 1e-16
+    and the compiled curve must stay on eager's: a wrong term of any gradient moves it
+    by far more than 1e-9 within a few steps."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import train_bench
+
+    make_model, batches_for, make_optimizer = train_bench.CASES["resnet"]
+    torch.manual_seed(0)
+    model = make_model().double()
+    eager = train_bench.Trainer("eager", model, make_optimizer)
+    compiled = train_bench.Trainer("mlirc", model, make_optimizer)
+    for _ in range(6):
+        batch = tuple(t.double() if t.is_floating_point() else t for t in batches_for["cpu"]())
+        want, got = eager.step(*batch), compiled.step(*batch)
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=0)
+    stats = mlirc.stats()
+    assert stats.failed_regions == 0 and stats.fallback_nodes == 0, stats.summary()
+
+
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 
