@@ -2,6 +2,7 @@
 
     python benchmarks/train_bench.py [out_dir] [--device cpu|cuda] [--cases mlp,gpt2] [--steps 50]
         [--mode reduce-overhead] [--update-mode reduce-overhead] [--float64]
+        [--autocast bfloat16|float16]
 
 Each backend trains its own copy of a model from the same initial weights on the same
 batches: the model with its loss is one torch.compile'd module (AOTAutograd hands the
@@ -170,8 +171,10 @@ class Trainer:
         make_optimizer: Callable,
         mode: str = "default",
         update_mode: str = "default",
+        autocast: torch.dtype | None = None,
     ) -> None:
         self.model = copy.deepcopy(model)
+        self.autocast = autocast  # mixed precision: the forward under torch.autocast
         self.optimizer = make_optimizer(self.model.parameters())
         # Inductor's CUDA graph trees are told where a step begins (its graphs run in
         # an order they cannot infer otherwise), and the loss is copied out of the
@@ -186,17 +189,23 @@ class Trainer:
     def step(self, x: torch.Tensor, target: torch.Tensor) -> float:
         if self.graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        loss = self.forward(x, target)
+        loss = self._forward(x, target)
         loss.backward()
         loss = loss.detach().clone() if self.graphs else loss.detach()
         self.update()
         self.optimizer.zero_grad(set_to_none=True)
         return loss
 
+    def _forward(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if self.autocast is None:
+            return self.forward(x, target)
+        with torch.autocast(x.device.type, dtype=self.autocast):
+            return self.forward(x, target)
+
     def phases(self, x: torch.Tensor, target: torch.Tensor) -> tuple[float, float, float]:
         """One CPU step's forward, backward and optimizer times in seconds."""
         start = time.perf_counter()
-        loss = self.forward(x, target)
+        loss = self._forward(x, target)
         forward = time.perf_counter()
         loss.backward()
         backward = time.perf_counter()
@@ -258,6 +267,7 @@ def measure(
     backends: list[str],
     modes: tuple[str, str] = ("default", "default"),
     float64: bool = False,
+    autocast: torch.dtype | None = None,
 ) -> dict:
     make_model, batches_for, make_optimizer = CASES[name]
     torch.manual_seed(0)
@@ -271,7 +281,7 @@ def measure(
         mlirc.reset_stats()
         start = time.perf_counter()
         try:
-            trainer = Trainer(backend, model, make_optimizer, *modes)
+            trainer = Trainer(backend, model, make_optimizer, *modes, autocast=autocast)
             curves[backend] = [float(trainer.step(*b)) for b in batches]
         except Exception as err:  # one backend failing must not hide the others
             row[backend] = {"error": f"{type(err).__name__}: {str(err)[:160]}"}
@@ -283,7 +293,7 @@ def measure(
             entry.update(fallback_nodes=stats.fallback_nodes, failed_regions=stats.failed_regions)
         row[backend], trainers[backend] = entry, trainer
     if "eager" in curves:  # the yardstick: eager itself, its weights moved by 1e-7 (relative)
-        row["eager_noise"] = _loss_diff(_perturbed_curve(model, make_optimizer, batches), curves["eager"])
+        row["eager_noise"] = _loss_diff(_perturbed_curve(model, make_optimizer, batches, autocast), curves["eager"])
     reference = curves.get("eager")
     for backend, curve in curves.items():
         if reference:
@@ -318,11 +328,13 @@ def _loss_diff(curve: list[float], reference: list[float]) -> float:
     return max(abs(a - e) / max(abs(e), 1e-12) for a, e in zip(curve, reference, strict=True))
 
 
-def _perturbed_curve(model: nn.Module, make_optimizer: Callable, batches: list) -> list[float]:
+def _perturbed_curve(
+    model: nn.Module, make_optimizer: Callable, batches: list, autocast: torch.dtype | None = None
+) -> list[float]:
     """Eager's loss curve from weights each moved by a relative 1e-7 (float32's rounding):
     how far rounding alone carries a curve.  A compiler sums in another order, so no
     loss diff can be expected below this one."""
-    trainer = Trainer("eager", model, make_optimizer)
+    trainer = Trainer("eager", model, make_optimizer, autocast=autocast)
     with torch.no_grad():
         generator = torch.Generator().manual_seed(1)
         for p in trainer.model.parameters():
@@ -392,16 +404,25 @@ def main() -> None:
         "--update-mode", default="default", choices=("default", "reduce-overhead"), help="of the optimizer step"
     )
     p.add_argument("--float64", action="store_true", help="also each backend's loss curve in float64 against eager's")
+    p.add_argument(
+        "--autocast",
+        choices=("bfloat16", "float16"),
+        help="mixed precision: each forward under torch.autocast of this dtype (weights stay float32)",
+    )
     args = p.parse_args()
+    if args.autocast and args.float64:
+        p.error("--float64 checks float32 steps: not with --autocast")
+    autocast = getattr(torch, args.autocast) if args.autocast else None
     backends = args.backends.split(",")
     rows = [
-        measure(name, args.device, args.steps, backends, (args.mode, args.update_mode), args.float64)
+        measure(name, args.device, args.steps, backends, (args.mode, args.update_mode), args.float64, autocast)
         for name in args.cases.split(",")
     ]
     host = torch.cuda.get_device_name() if args.device == "cuda" else machine()
     command = "python benchmarks/train_bench.py " + " ".join(sys.argv[1:])
-    checked = "; float64 curves too" if args.float64 else ""
-    header = f"Training steps on {host} (float32{checked}; Inductor and mlirc in mode {args.mode}, optimizer step in {args.update_mode}; {args.steps}-step loss curves); `{command}`"
+    precision = f"float32 under autocast {args.autocast}" if args.autocast else "float32"
+    precision += "; float64 curves too" if args.float64 else ""
+    header = f"Training steps on {host} ({precision}; Inductor and mlirc in mode {args.mode}, optimizer step in {args.update_mode}; {args.steps}-step loss curves); `{command}`"
     text = f"{header}\n\n{table(rows, backends)}"
     print(text)
     if args.out_dir:
@@ -410,6 +431,7 @@ def main() -> None:
         gpu = re.sub("[^a-z0-9]+", "-", host.lower()).strip("-")
         stem = f"train-gpu-{gpu}" if args.device == "cuda" else f"train-{host_tag(host)}"
         stem += "".join(f"-{m}" for m in (args.mode, args.update_mode) if m != "default")[: len("-reduce-overhead")]
+        stem += f"-autocast-{args.autocast}" if args.autocast else ""
         (out / f"{stem}.md").write_text(text + "\n")
         (out / f"{stem}.json").write_text(json.dumps({"machine": host, "rows": rows}, indent=1) + "\n")
 
