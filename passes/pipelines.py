@@ -58,6 +58,7 @@ from mlirc.passes import (  # noqa: F401
     split_column_sums,
     split_reductions,
     split_sliced_generics,
+    split_transposes,
     transpose_views,
 )
 from mlirc.passes.registry import PASSES, expand, format_element, parse_element, register_pipeline
@@ -99,6 +100,8 @@ KERNELS = [
     "canonicalize",
     "cse",
     "symbol-dce",
+    # a cast written transposed for a GEMM (autocast's weights) computes in order first
+    "mlirc-split-transposes",
     "mlirc-transpose-views",
 ]
 # Host-side: it regroups the entry's calls, so it runs before the kernels are split off;

@@ -24,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 PACKED_DTYPES = (torch.float32, torch.bfloat16)
 
@@ -53,60 +54,66 @@ class _PackedSite:
     wrapper for every size calls one site at many sizes)."""
 
     def __init__(self, shapes: int = 1) -> None:
-        # (key, weight, packed): the weight is held so that, while it is cached, no
-        # other tensor can take its address (an equal data_ptr means the same storage).
-        # Only arguments (and views of them) are packed: kernels rewrite the wrapper's
-        # own buffers in place, which no version counter sees.
+        # (key, the weight's storage, weakly, packed): a key names the storage by its
+        # StorageImpl, which a weak reference keeps from being reused, so an equal key
+        # is the same storage at the same version; the weight itself is not held (a
+        # backward's bf16 weight is a new tensor every step).  Only arguments (and
+        # views of them) are packed: kernels rewrite the wrapper's own buffers in
+        # place, which no version counter sees.
         self.state: tuple = (None, None, None)
         self.shapes = shapes
-        # (data_ptr, version) of the weight at the last call, and for how many calls in
-        # a row it had been edited in place since the one before (a weight in training)
-        self.last_seen: tuple = (None, None)
-        self.edits_in_a_row = 0
-        self.recent: OrderedDict[tuple, tuple] = OrderedDict()  # key -> (weight, packed), shapes > 1
+        # (storage, weakly; its StorageImpl; version) of the weight at the last call,
+        # and for how many calls in a row it had changed since the one before: edited
+        # in place (a weight in training) or freed (one made per step)
+        self.last_seen: tuple = (None, None, None)
+        self.changes_in_a_row = 0
+        self.recent: OrderedDict[tuple, tuple] = OrderedDict()  # key -> state, shapes > 1
 
     def packed(
         self, weight: torch.Tensor, root: torch.Tensor, shape: tuple, pack: Callable[[], object]
     ) -> object | None:
         """pack()'s result for `weight` (viewing argument `root`, whose version
         counter it shares: the wrapper's views keep none) and the input's `shape`; None
-        (call the library unpacked) while the weight is edited in place at every call.
+        (call the library unpacked) while the weight changes at every call.
 
-        An optimizer step edits each weight between training steps: a reorder per call
+        An optimizer step edits each weight between training steps, and under autocast
+        the backward reads a bf16 copy of it made anew each step: a reorder per call
         then costs more than it saves (a 512x512 linear layer at 64 rows on 2 cores:
         0.42 ms reorder + 0.41 ms packed GEMM, against 0.15 ms for torch.mm)."""
         try:
-            key = (weight.data_ptr(), weight.stride(), root._version, shape)
+            version = root._version
         except RuntimeError:  # an inference tensor keeps no version counter: pack every call
             return pack()
-        if self._trained(key[0], key[2]):
+        storage = weight.untyped_storage()
+        key = (storage._cdata, weight.storage_offset(), weight.stride(), version, shape)
+        if self._changing(storage, key[0], version):
             self.state = (None, None, None)
             self.recent.clear()
             return None
-        state = self.state
-        if state[0] == key:
-            return state[2]
-        if self.shapes > 1 and key in self.recent:
-            self.recent.move_to_end(key)
-            weight, packed = self.recent[key]
-            self.state = (key, weight, packed)
-            return packed
-        packed = pack()
-        self.state = (key, weight, packed)
+        hit = self.state if self.state[0] == key else self.recent.get(key)
+        if hit is not None and not hit[1].expired():
+            if key in self.recent:
+                self.recent.move_to_end(key)
+            self.state = hit
+            return hit[2]
+        self.state = (key, StorageWeakRef(storage), pack())
         if self.shapes > 1:
             # a changed weight (another storage or version) keeps no stale entry for long
-            self.recent[key] = (weight, packed)
+            self.recent[key] = self.state
             while len(self.recent) > self.shapes:
                 self.recent.popitem(last=False)
-        return packed
+        return self.state[2]
 
-    def _trained(self, data_ptr: int, version: int) -> bool:
-        """Was the weight edited in place before this call and the one before it?"""
-        last_ptr, last_version = self.last_seen
-        edited = data_ptr == last_ptr and version != last_version
-        self.edits_in_a_row = self.edits_in_a_row + 1 if edited else 0
-        self.last_seen = (data_ptr, version)
-        return self.edits_in_a_row >= 2
+    def _changing(self, storage: torch.UntypedStorage, impl: int, version: int) -> bool:
+        """Had the weight changed before this call and before the one before it?"""
+        ref, last_impl, last_version = self.last_seen
+        gone = ref is not None and ref.expired()
+        changed = gone or (impl == last_impl and version != last_version)
+        self.changes_in_a_row = self.changes_in_a_row + 1 if changed else 0
+        if gone or impl != last_impl:
+            ref = StorageWeakRef(storage)
+        self.last_seen = (ref, impl, version)
+        return self.changes_in_a_row >= 2
 
 
 class PackedConv(_PackedSite):
