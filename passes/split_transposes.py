@@ -26,11 +26,7 @@ from mlirc.dialects.attributes import ENTRY_ATTR, KERNEL_ATTR
 from mlirc.passes.ir_utils import erase_op
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
-from mlirc.passes.transpose_views import GEMM_LIBRARIES, PLUMBING, transpose_perm
-
-
-def _callee(op: ir.Operation) -> str | None:
-    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value if op.name == "func.call" else None
+from mlirc.passes.transpose_views import GEMM_LIBRARIES, PLUMBING, _callee, _calls, transpose_perm
 
 
 def transposed_elementwise(kernel: func.FuncOp) -> tuple[ir.Operation, list[int]] | None:
@@ -143,12 +139,7 @@ def _split_site(module: ir.Operation, call: ir.Operation, kernel: func.FuncOp, k
 def split_transposes(module: ir.Operation) -> None:
     body = module.regions[0].blocks[0]
     kernels = {op.sym_name.value: op for op in body.operations if isinstance(op, func.FuncOp)}
-    callers: dict[str, int] = {}
-    for fn in body.operations:
-        if isinstance(fn, func.FuncOp) and len(fn.regions[0].blocks):
-            for op in fn.entry_block.operations:
-                if _callee(op.operation):
-                    callers[_callee(op.operation)] = callers.get(_callee(op.operation), 0) + 1
+    callers = {name: len(calls) for name, calls in _calls(body).items()}
     for entry in list(body.operations):
         if not (isinstance(entry, func.FuncOp) and ENTRY_ATTR in entry.attributes):
             continue
