@@ -50,7 +50,9 @@ class BasicBlock(nn.Module):
 class ResNet(nn.Module):
     """ResNet-18's layout (two basic blocks per stage), narrower, on 96x96 images."""
 
-    def __init__(self, widths: tuple[int, ...] = (32, 64, 128, 256), classes: int = 100) -> None:
+    def __init__(
+        self, widths: tuple[int, ...] = (32, 64, 128, 256), classes: int = 100, zero_init_residual: bool = False
+    ) -> None:
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, widths[0], 3, 1, 1, bias=False), nn.BatchNorm2d(widths[0]), nn.ReLU())
         blocks, cin = [], widths[0]
@@ -59,6 +61,11 @@ class ResNet(nn.Module):
             cin = w
         self.blocks = nn.Sequential(*blocks)
         self.fc = nn.Linear(cin, classes)
+        if zero_init_residual:
+            # torchvision's flag of the same name (Goyal et al., "Accurate, Large Minibatch
+            # SGD"): each block starts as the identity, the recipe ResNets are trained with.
+            for block in blocks:
+                nn.init.zeros_(block.bn2.weight)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(self.blocks(self.stem(x)), 1), 1))
