@@ -3,6 +3,7 @@
     python benchmarks/train_bench.py [out_dir] [--device cpu|cuda] [--cases mlp,gpt2] [--steps 50]
         [--mode reduce-overhead] [--update-mode reduce-overhead] [--float64]
         [--autocast bfloat16|float16]
+    python benchmarks/train_bench.py [out_dir] --cases zoo   # zoo models: benchmarks/train_zoo.py
 
 Each backend trains its own copy of a model from the same initial weights on the same
 batches: the model with its loss is one torch.compile'd module (AOTAutograd hands the
@@ -163,6 +164,25 @@ CASES: dict[str, tuple[Callable[[], nn.Module], dict[str, Callable], Callable]] 
 }
 
 
+def case(name: str) -> tuple[Callable[[], nn.Module], dict[str, Callable], Callable]:
+    """A benchmark case by name: one of CASES, or `zoo:<model>` (benchmarks/train_zoo.py)."""
+    if name.startswith("zoo:"):
+        import train_zoo
+
+        return train_zoo.case(name.removeprefix("zoo:"))
+    return CASES[name]
+
+
+def _case_names(cases: str) -> list[str]:
+    """`--cases`, with `zoo` standing for train_zoo.py's default zoo models."""
+    import train_zoo
+
+    names = []
+    for name in cases.split(","):
+        names += [f"zoo:{model}" for model in train_zoo.DEFAULT] if name == "zoo" else [name]
+    return names
+
+
 class Trainer:
     """One backend's copy of the model, its optimizer, and its step."""
 
@@ -271,7 +291,7 @@ def measure(
     float64: bool = False,
     autocast: torch.dtype | None = None,
 ) -> dict:
-    make_model, batches_for, make_optimizer = CASES[name]
+    make_model, batches_for, make_optimizer = case(name)
     torch.manual_seed(0)
     model = make_model().to(device)
     batches = [tuple(t.to(device) for t in batches_for[device]()) for _ in range(steps)]
@@ -393,7 +413,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out_dir", nargs="?")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
-    p.add_argument("--cases", default=",".join(CASES))
+    p.add_argument("--cases", default=",".join(CASES), help="names of CASES, zoo:<model>, or zoo (three zoo models)")
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument("--steps", type=int, default=50, help="loss-curve steps per backend")
     p.add_argument(
@@ -418,7 +438,7 @@ def main() -> None:
     backends = args.backends.split(",")
     rows = [
         measure(name, args.device, args.steps, backends, (args.mode, args.update_mode), args.float64, autocast)
-        for name in args.cases.split(",")
+        for name in _case_names(args.cases)
     ]
     host = torch.cuda.get_device_name() if args.device == "cuda" else machine()
     command = "python benchmarks/train_bench.py " + " ".join(sys.argv[1:])
@@ -434,6 +454,7 @@ def main() -> None:
         stem = f"train-gpu-{gpu}" if args.device == "cuda" else f"train-{host_tag(host)}"
         stem += "".join(f"-{m}" for m in (args.mode, args.update_mode) if m != "default")[: len("-reduce-overhead")]
         stem += f"-autocast-{args.autocast}" if args.autocast else ""
+        stem += "-zoo" if all(row["case"].startswith("zoo:") for row in rows) else ""
         (out / f"{stem}.md").write_text(text + "\n")
         (out / f"{stem}.json").write_text(json.dumps({"machine": host, "rows": rows}, indent=1) + "\n")
 
