@@ -340,6 +340,22 @@ def test_train_bench_runs_a_model_with_no_fallback():
     assert "| mlp |" in train_bench.table([row], ["eager", "mlirc"])
 
 
+def test_zoo_model_trains_as_eager_does():
+    """A zoo model (benchmarks/train_zoo.py: transformers' ELECTRA-small, its dropout off
+    in the config, a 10-class head on the first token) trained 3 AdamW steps: losses
+    within 1e-4 of eager's, nothing eager."""
+    pytest.importorskip("transformers")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import train_bench
+
+    row = train_bench.measure("zoo:electra_small", "cpu", steps=3, backends=["eager", "mlirc"])
+    assert row["mlirc"]["fallback_nodes"] == 0 and row["mlirc"]["failed_regions"] == 0, row
+    assert row["eager_noise"] < 1e-5 and row["mlirc"]["loss_rel_diff"] < 1e-4, row
+
+
 def test_cnn_training_curve_matches_eager_in_float32():
     """The training benchmark's CNN (batch norms at batch 8, ReLUs, SGD with momentum),
     50 float32 steps: every loss within 1e-4 of eager's, nothing eager.  Its blocks start
