@@ -22,11 +22,11 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import func, tensor
 
-from mlirc.dialects.attributes import ENTRY_ATTR, KERNEL_ATTR
+from mlirc.dialects.attributes import KERNEL_ATTR
 from mlirc.passes.ir_utils import erase_op
 from mlirc.passes.outline_library_calls import library_of
 from mlirc.passes.registry import register_pass
-from mlirc.passes.transpose_views import GEMM_LIBRARIES, PLUMBING, _callee, _calls, transpose_perm
+from mlirc.passes.transpose_views import GEMM_LIBRARIES, PLUMBING, _callee, _calls, _kernel_sites, transpose_perm
 
 
 def transposed_elementwise(kernel: func.FuncOp) -> tuple[ir.Operation, list[int]] | None:
@@ -140,13 +140,7 @@ def split_transposes(module: ir.Operation) -> None:
     body = module.regions[0].blocks[0]
     kernels = {op.sym_name.value: op for op in body.operations if isinstance(op, func.FuncOp)}
     callers = {name: len(calls) for name, calls in _calls(body).items()}
-    for entry in list(body.operations):
-        if not (isinstance(entry, func.FuncOp) and ENTRY_ATTR in entry.attributes):
-            continue
-        for op in list(entry.entry_block.operations):
-            kernel = kernels.get(_callee(op.operation) or "")
-            # a kernel called at one site only: its rewrite changes no other caller
-            if kernel is None or KERNEL_ATTR not in kernel.attributes or library_of(kernel) is not None:
-                continue
-            if callers.get(kernel.sym_name.value) == 1:
-                _split_site(module, op.operation, kernel, kernels, callers)
+    for op, kernel in _kernel_sites(body, kernels):
+        # a kernel called at one site only: its rewrite changes no other caller
+        if callers.get(kernel.sym_name.value) == 1:
+            _split_site(module, op, kernel, kernels, callers)

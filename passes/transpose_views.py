@@ -10,6 +10,8 @@ kernel stays in the IR, so `mlirc-opt` can still run it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from mlir import ir
 from mlir.dialects import func
 
@@ -98,28 +100,34 @@ def _callee(op: ir.Operation) -> str | None:
     return ir.FlatSymbolRefAttr(op.attributes["callee"]).value if op.name == "func.call" else None
 
 
+def _kernel_sites(body: ir.Block, kernels: dict) -> Iterator[tuple[ir.Operation, func.FuncOp]]:
+    """Each call of a generated (not library) kernel in an entry function, with the
+    kernel; both lists are taken first, so a caller may rewrite what it is handed."""
+    for entry in list(body.operations):
+        if not (isinstance(entry, func.FuncOp) and ENTRY_ATTR in entry.attributes):
+            continue
+        for op in list(entry.entry_block.operations):
+            kernel = kernels.get(_callee(op.operation) or "")
+            if kernel is not None and KERNEL_ATTR in kernel.attributes and library_of(kernel) is None:
+                yield op.operation, kernel
+
+
 @register_pass("mlirc-transpose-views", "Transpose kernels read only by GEMM library calls become host views")
 def transpose_views(module: ir.Operation) -> None:
     body = module.regions[0].blocks[0]
     kernels = {op.sym_name.value: op for op in body.operations if isinstance(op, func.FuncOp)}
     calls = _calls(body)
-    for entry in body.operations:
-        if not (isinstance(entry, func.FuncOp) and ENTRY_ATTR in entry.attributes):
+    for op, kernel in _kernel_sites(body, kernels):
+        reshaped = reshaped_transpose(kernel)
+        reshape, perm = reshaped if reshaped is not None else (None, transpose_perm(kernel))
+        if perm is None or not _gemm_only(op, kernels):
             continue
-        for op in list(entry.entry_block.operations):
-            kernel = kernels.get(_callee(op.operation) or "")
-            if kernel is None or KERNEL_ATTR not in kernel.attributes or library_of(kernel) is not None:
-                continue
-            reshaped = reshaped_transpose(kernel)
-            reshape, perm = reshaped if reshaped is not None else (None, transpose_perm(kernel))
-            if perm is None or not _gemm_only(op.operation, kernels):
-                continue
-            if reshape is not None:
-                if any(not _gemm_only(c, kernels) for c in calls[kernel.sym_name.value]):
-                    continue  # another call's result feeds a generated kernel: it stays one
-                _hoist_reshape(kernel, reshape, calls[kernel.sym_name.value])
-            kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get("permute")
-            kernel.attributes[PERM_ATTR] = ir.DenseI64ArrayAttr.get(perm)
+        if reshape is not None:
+            if any(not _gemm_only(c, kernels) for c in calls[kernel.sym_name.value]):
+                continue  # another call's result feeds a generated kernel: it stays one
+            _hoist_reshape(kernel, reshape, calls[kernel.sym_name.value])
+        kernel.attributes[LIBRARY_ATTR] = ir.StringAttr.get("permute")
+        kernel.attributes[PERM_ATTR] = ir.DenseI64ArrayAttr.get(perm)
 
 
 def _calls(body: ir.Block) -> dict[str, list[ir.Operation]]:
