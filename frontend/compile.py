@@ -30,6 +30,7 @@ from mlirc.frontend import every_size
 from mlirc.frontend.hot_sizes import HotSizeCall
 from mlirc.frontend.importer import FxImporter, constant_inputs
 from mlirc.frontend.lowerings.api import node_meta
+from mlirc.frontend.native_memory import release_freed_memory
 from mlirc.frontend.stats import stats
 from mlirc.passes import bind_sizes
 from mlirc.passes.cpu_merge_small_kernels import CpuMergeSmallKernelsOptions
@@ -164,12 +165,17 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autot
     the fastest (mlirc.frontend.autotune)."""
     device = device or torch.device("cpu")
     options = pass_options()
-    if autotune and device.type == "cuda":
-        from mlirc.frontend import autotune as tuner
+    try:
+        if autotune and device.type == "cuda":
+            from mlirc.frontend import autotune as tuner
 
-        if tuner.has_gemm(gm):
-            return tuner.autotune_region(gm, device, lambda overrides: _compile_region(gm, device, options | overrides))
-    return _compile_region(gm, device, options)
+            if tuner.has_gemm(gm):
+                return tuner.autotune_region(
+                    gm, device, lambda overrides: _compile_region(gm, device, options | overrides)
+                )
+        return _compile_region(gm, device, options)
+    finally:
+        release_freed_memory()  # the contexts, modules and engines the compile dropped
 
 
 def _import(gm: fx.GraphModule, device: torch.device, name: str) -> tuple[ir.Module, dict[str, str]]:

@@ -76,8 +76,77 @@ def _take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return aten.index.Tensor(self.reshape(-1), [index])
 
 
-# Our decompositions where PyTorch's does not trace, or has none.
-OVERRIDES = {aten.take.default: _take, aten.native_dropout.default: random_ops.native_dropout}
+def _reduce_loss(loss: torch.Tensor, reduction: int) -> torch.Tensor:
+    return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
+
+
+# Losses whose eager kernels compute in the input's dtype, one rounding per operation,
+# where PyTorch's decompositions compute in float32: a float16 square of 300 is inf in
+# eager's mse_loss, and so is the loss's mean.  Each aten op below rounds as eager's
+# kernel rounds (ATen's mse_kernel, smooth_l1_kernel, soft_margin_loss); float32 and
+# float64 compute the same either way.
+def _mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> torch.Tensor:
+    diff = self - target
+    return _reduce_loss(diff * diff, reduction)
+
+
+def _smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1, beta: float = 1.0) -> torch.Tensor:
+    if beta == 0.0 or (self.device.type == "cpu" and self.dtype == torch.bfloat16):
+        # ATen's l1 path, and its CPU bfloat16 kernel, which computes in float32
+        return all_decompositions[aten.smooth_l1_loss.default](self, target, reduction, beta)
+    z = (self - target).abs()
+    beta_value = torch.full((), beta, dtype=self.dtype, device=self.device)
+    small = z * 0.5 * z / beta_value
+    return _reduce_loss(torch.where(z < beta_value, small, z - beta_value * 0.5), reduction)
+
+
+def _soft_margin_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> torch.Tensor:
+    return _reduce_loss(torch.log1p(torch.exp(-self * target)), reduction)
+
+
+def _logsumexp(self: torch.Tensor, dim: Any, keepdim: bool = False) -> torch.Tensor:
+    """ATen's composite, op by op in the input's dtype (PyTorch's reference computes in
+    float32): a float16 row of 70,000 zeros sums to inf there, so eager's answer is inf."""
+    if self.numel() == 0 or not self.is_floating_point():
+        return all_decompositions[aten.logsumexp.default](self, dim, keepdim)
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    maxes = torch.amax(self, dims, keepdim=True)
+    maxes = torch.masked_fill(maxes, maxes.abs() == float("inf"), 0)
+    squeezed = maxes if keepdim else maxes.squeeze(dims)
+    return torch.sum(torch.exp(self - maxes), dims, keepdim).log().add(squeezed)
+
+
+def _assert_within_unit(x: torch.Tensor, message: str) -> None:
+    """Eager's value check of a probability tensor: every element in [0, 1] (NaN is
+    not), as a torch assert that mlirc compiles into a run-time check."""
+    torch._assert_async(((x >= 0) & (x <= 1)).all(), message)
+
+
+def _binary_cross_entropy(
+    self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None, reduction: int = 1
+) -> torch.Tensor:
+    _assert_within_unit(self, "all elements of input should be between 0 and 1")
+    _assert_within_unit(target, "all elements of target should be between 0 and 1")
+    return all_decompositions[aten.binary_cross_entropy.default](self, target, weight, reduction)
+
+
+def _bernoulli(self: torch.Tensor, *, generator: Any = None) -> torch.Tensor:
+    _assert_within_unit(self, "Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    return all_decompositions[aten.bernoulli.default](self, generator=generator)
+
+
+# Our decompositions where PyTorch's does not trace, has none, or computes where eager
+# does not.
+OVERRIDES = {
+    aten.take.default: _take,
+    aten.native_dropout.default: random_ops.native_dropout,
+    aten.mse_loss.default: _mse_loss,
+    aten.smooth_l1_loss.default: _smooth_l1_loss,
+    aten.soft_margin_loss.default: _soft_margin_loss,
+    aten.logsumexp.default: _logsumexp,
+    aten.binary_cross_entropy.default: _binary_cross_entropy,
+    aten.bernoulli.default: _bernoulli,
+}
 
 
 def decomposition_table() -> dict[Any, Any]:

@@ -4,6 +4,7 @@
     python tests/fuzz_graphs.py --count 500 --device cuda --jobs 8
     python tests/fuzz_graphs.py --replay 17 --seed 1             # print one graph, run it
     python tests/fuzz_graphs.py --count 500 --dynamic            # compiled with dynamic=True
+    python tests/fuzz_graphs.py --count 500 --half               # float16/bfloat16 graphs
 
 Each graph is 1-12 ops drawn from what mlirc lowers (elementwise, reductions,
 views, indexing, scatters, scans, GEMMs, convolutions, pooling, norms, casts), on
@@ -13,6 +14,11 @@ mixed in and indices sometimes out of range.  A graph passes when the compiled
 function raises what eager raises, or returns the same values: exactly for
 integers and bools, and for floats within 1e-4 or no further from a float64 run of
 the same graph than eager is.  Output strides are compared too.
+
+With --half, inputs are mostly float16 and bfloat16, of magnitudes (up to 1000,
+around 300) and sizes (up to 4099) whose sums leave float16's range, and the graphs
+draw the reductions half-precision models run (RMS and batch norms, losses,
+log-softmax, global pooling); answers are compared at the half types' tolerances.
 
 A failure is minimized (intermediate values become inputs until no step can go)
 and printed as a standalone repro; tests/test_fuzz.py keeps the regressions.
@@ -39,6 +45,10 @@ SIZES = [1, 1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 64, 127]
 BIG_SIZES = [257, 1000, 1031, 4099]
 FLOAT_SPECIALS = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40, -1e-40, 1e30, -1e30, 1e-30]
 DTYPES = [torch.float32] * 5 + [torch.float64] * 2 + [torch.int64, torch.int32, torch.bool]
+# --half: half-precision graphs, of values whose sums leave float16's range (300 x 4099)
+HALF_DTYPES = [torch.float16] * 3 + [torch.bfloat16] * 3 + [torch.float32, torch.int64, torch.bool]
+HALF_SCALES = [1.0, 3.0, 100.0, 300.0, 1000.0]
+HALF_WEIGHTS = {"reduction": 2.0, "norm": 4.0}  # the templates --half draws more often
 
 
 # ------------------------------------------------------------------ inputs
@@ -48,9 +58,11 @@ class Builder:
     """Grows a graph one op at a time, running each step eagerly as it is added
     (so every op is given arguments eager accepts, or deliberately ones it rejects)."""
 
-    def __init__(self, rng: random.Random, device: str) -> None:
+    def __init__(self, rng: random.Random, device: str, half: bool = False) -> None:
         self.rng = rng
         self.device = device
+        self.half = half
+        self.dtypes = HALF_DTYPES if half else DTYPES
         self.graph = Graph([])
         self.env: dict[str, torch.Tensor] = {}
         self.failed = False  # the last step raises in eager: the graph ends there
@@ -63,7 +75,7 @@ class Builder:
         shape = [rng.choice(SIZES) for _ in range(rank)]
         if shape and rng.random() < 0.06:
             shape[rng.randrange(rank)] = 0
-        if shape and rng.random() < 0.1:
+        if shape and rng.random() < (0.3 if self.half else 0.1):
             shape[rng.randrange(rank)] = rng.choice(BIG_SIZES)
         while math.prod(shape) > 300_000:
             shape[shape.index(max(shape))] //= 4
@@ -78,6 +90,9 @@ class Builder:
             if rng.random() < 0.1:
                 return torch.randint(info.min, info.max, shape, dtype=dtype)
             return torch.randint(-20, 20, shape, dtype=dtype)
+        if dtype in (torch.float16, torch.bfloat16):  # drawn in float32, rounded once
+            offset = rng.choice([0.0, 0.0, 300.0])
+            return (torch.randn(shape) * rng.choice(HALF_SCALES) + offset).to(dtype)
         x = torch.randn(shape, dtype=dtype) * rng.choice([1.0, 1.0, 3.0, 1e-3, 100.0])
         if x.numel() and rng.random() < 0.25:
             mask = torch.rand(shape) < 0.15
@@ -118,7 +133,7 @@ class Builder:
         return name
 
     def new_input(self, dtype: torch.dtype | None = None, shape: list[int] | None = None) -> str:
-        dtype = dtype or self.rng.choice(DTYPES)
+        dtype = dtype or self.rng.choice(self.dtypes)
         return self.add_input(self.values(shape if shape is not None else self.shape(), dtype))
 
     def index_input(self, size: int, shape: list[int], wraps: bool) -> str:
@@ -266,7 +281,9 @@ def clamp(b: Builder) -> str | None:
 @template(0.8)
 def cast(b: Builder) -> str | None:
     x = b.pick()
-    dtype = b.rng.choice(["torch.float32", "torch.float64", "torch.int32", "torch.int64", "torch.bool"])
+    dtypes = ["torch.float32", "torch.float64", "torch.int32", "torch.int64", "torch.bool"]
+    dtypes += ["torch.float16", "torch.bfloat16"] * 2 if b.half else []
+    dtype = b.rng.choice(dtypes)
     return None if x is None else b.emit(f"{x}.to({dtype})")
 
 
@@ -463,6 +480,22 @@ def norm(b: Builder) -> str | None:
         return None
     t = b.env[x]
     forms = [f"F.layer_norm({x}, [{t.shape[-1]}])", f"F.normalize({x}, dim=-1)", f"F.softmax({x}, -1)"]
+    if b.half:  # the reductions a half-precision model runs (and eager's losses that round per op)
+        forms += [
+            f"F.rms_norm({x}, [{t.shape[-1]}])",
+            f"{x} * torch.rsqrt({x}.pow(2).mean(-1, keepdim=True) + 1e-6)",
+            f"F.log_softmax({x}, -1)",
+            f"torch.logsumexp({x}, -1)",
+            f"F.mse_loss({x}, {x}.flip(-1))",
+            f"F.l1_loss({x}, {x}.flip(-1))",
+            f"F.smooth_l1_loss({x}, {x}.flip(-1), beta={b.rng.choice([1.0, 100.0])})",
+            f"{x}.norm(dim=-1)",
+        ]
+        if t.dim() >= 2 and t.shape[1] > 0:
+            forms += [f"F.batch_norm({x}, None, None, training=True)"] if t.numel() > t.shape[1] else []
+            forms += [f"F.group_norm({x}, 1)"]
+        if t.dim() in (3, 4):
+            forms += [f"F.adaptive_avg_pool{t.dim() - 2}d({x}, 1)"]
     return b.emit(b.rng.choice(forms))
 
 
@@ -478,14 +511,14 @@ def masked(b: Builder) -> str | None:
 # ------------------------------------------------------------------ generation
 
 
-def generate(seed: int, device: str = "cpu") -> Graph:
+def generate(seed: int, device: str = "cpu", half: bool = False) -> Graph:
     rng = random.Random(seed)
     torch.manual_seed(seed)
-    b = Builder(rng, device)
+    b = Builder(rng, device, half)
     for _ in range(rng.choice([1, 1, 2])):
         b.new_input()
     length = rng.randint(1, 12)
-    weights = [w for w, _ in TEMPLATES]
+    weights = [w * (HALF_WEIGHTS.get(fn.__name__, 1.0) if half else 1.0) for w, fn in TEMPLATES]
     tries = 0
     while len(b.graph.steps) < length and not b.failed and tries < 60:
         tries += 1
@@ -510,11 +543,13 @@ class Report:
     failures: list[tuple[int, str, str]] = field(default_factory=list)  # (seed, problem, repro)
 
 
-def fuzz(count: int, seed: int, device: str = "cpu", minimize_failures: bool = True, log=None) -> Report:
+def fuzz(
+    count: int, seed: int, device: str = "cpu", minimize_failures: bool = True, log=None, half: bool = False
+) -> Report:
     report = Report()
     for i in range(count):
         graph_seed = seed * 1_000_003 + i
-        graph = generate(graph_seed, device)
+        graph = generate(graph_seed, device, half)
         problem = check(graph)
         report.graphs += 1
         if problem is None:
@@ -536,6 +571,7 @@ def main() -> int:
     parser.add_argument("--replay", type=int, help="print and check one graph (its seed as the fuzzer printed it)")
     parser.add_argument("--no-minimize", action="store_true")
     parser.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (symbolic sizes)")
+    parser.add_argument("--half", action="store_true", help="float16/bfloat16 graphs whose sums leave float16's range")
     args = parser.parse_args()
     fuzz_oracle.DYNAMIC = args.dynamic
     # float32 convolutions in float32: with cuDNN's default TF32 the answer depends on the
@@ -545,7 +581,7 @@ def main() -> int:
     import mlirc  # noqa: F401 - registers the backend
 
     if args.replay is not None:
-        graph = generate(args.replay, args.device)
+        graph = generate(args.replay, args.device, args.half)
         problem = check(graph)
         if problem and not args.no_minimize:
             graph = minimize(graph, lambda g: check(g) is not None)
@@ -554,11 +590,14 @@ def main() -> int:
         print(problem or "agrees with eager")
         return 0
     started = time.monotonic()
-    report = fuzz(args.count, args.seed, args.device, not args.no_minimize, log=lambda m: print(m, flush=True))
+    report = fuzz(
+        args.count, args.seed, args.device, not args.no_minimize, log=lambda m: print(m, flush=True), half=args.half
+    )
     for graph_seed, problem, repro in report.failures:
         print(f"\n==== graph {graph_seed}: {problem}\n{repro}")
     print(
-        f"\n{report.graphs} graphs on {args.device} (seed {args.seed}) in {time.monotonic() - started:.0f} s:"
+        f"\n{report.graphs}{' half-precision' if args.half else ''} graphs on {args.device} (seed {args.seed})"
+        f" in {time.monotonic() - started:.0f} s:"
         f" {len(report.failures)} mismatches"
     )
     if args.dynamic:  # which path the symbolic graphs took (frontend/compile.py SymbolicRegion)

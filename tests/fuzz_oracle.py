@@ -282,8 +282,14 @@ def _exact_cast(expr: str, env: dict[str, Any]) -> bool:
 
 _WOBBLE = torch.Generator()
 WOBBLE = 1e-6  # how far (relative) the perturbed runs move the inputs
-# relative: a few ulps (float32's is 6e-8 .. 1.2e-7, float64's 1.1e-16 .. 2.2e-16)
-STEP_WOBBLE = {torch.float32: 4e-7, torch.float64: 8e-16}
+# relative: a few ulps (float32's is 6e-8 .. 1.2e-7, float64's 1.1e-16 .. 2.2e-16,
+# float16's 4.9e-4 .. 9.8e-4, bfloat16's 3.9e-3 .. 7.8e-3)
+STEP_WOBBLE = {torch.float32: 4e-7, torch.float64: 8e-16, torch.float16: 3e-3, torch.bfloat16: 2.4e-2}
+HALF_TYPES = (torch.float16, torch.bfloat16)
+# How far an answer may be from eager's: a float64 result carries the error of the
+# widest-ulp work behind it (float32 work, then .double(): 1e-4), half types about two
+# of their ulps (torch.testing's float16 and bfloat16 tolerances).
+TOLERANCES = {torch.float64: 1e-7, torch.float32: 1e-4, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
 
 def _noise(like: torch.Tensor, seed: int) -> torch.Tensor:
@@ -340,7 +346,7 @@ def _close(
     reference: torch.Tensor | None,
     wobbled: list[torch.Tensor],
     promised: list[tuple] = (),
-    float32_work: bool = False,
+    work_tolerance: float = 0.0,
 ) -> str | None:
     if actual.shape != expected.shape:
         return f"shape {tuple(actual.shape)} != eager's {tuple(expected.shape)}"
@@ -369,7 +375,7 @@ def _close(
         where = (~ok).nonzero()[0].tolist()
         return f"values differ at {where}: mlirc {a[tuple(where)].item()!r}, eager {e[tuple(where)].item()!r}"
     both_nan = a.isnan() & e.isnan()
-    tol = 1e-4 if e.dtype == torch.float32 or float32_work else 1e-7
+    tol = max(TOLERANCES.get(e.dtype, 1e-7), work_tolerance)
     ok = both_nan | (a == e) | ((a - e).abs() <= tol * (1 + e.abs()))
     if reference is not None and not ok.all():
         r = reference.cpu().to(torch.float64)
@@ -441,9 +447,11 @@ def _overflows(graph: Graph, eager_steps: dict[str, torch.Tensor]) -> dict[str, 
         if value is None or not value.is_floating_point():
             continue
         finfo = torch.finfo(value.dtype)
+        # eager sums half-precision terms in float32: only float32's range bounds the order
+        accumulator = torch.finfo(torch.float32) if value.dtype in HALF_TYPES else finfo
         magnitude = _magnitude(expr, env, finite_terms=True)
         if isinstance(magnitude, torch.Tensor) and magnitude.shape == value.shape:
-            mask = (magnitude > finfo.max).cpu()
+            mask = (magnitude > accumulator.max).cpu()
             if mask.any():
                 found[name] = mask
         largest, smallest = _partial_products(expr, env)
@@ -604,14 +612,15 @@ def _check_compiled(graph: Graph, compiled: Callable) -> str | None:
                 graph.slice(name), eager_steps, step_dtypes, [expected.values[i]]
             )
     # A float64 result of float32 work (a float32 GEMM, then .double()) carries float32 error.
-    float32_work = torch.float32 in step_dtypes.values() or any(x.dtype == torch.float32 for x in graph.inputs)
+    work = {*step_dtypes.values(), *(x.dtype for x in graph.inputs)}
+    work_tolerance = max((TOLERANCES[d] for d in work if d in TOLERANCES), default=0.0)
     # the promises only where eager's strides are not the answer: Dynamo traces again
     promised = [[] for _ in expected.values]
     pairs = zip(actual.values, expected.values, strict=False)
     if any(isinstance(a, torch.Tensor) and not same_strides(e.shape, a.stride(), e.stride()) for a, e in pairs):
         promised = _promised_strides(graph)
     for i, (a, e) in enumerate(zip(actual.values, expected.values, strict=True)):
-        problem = _close(a, e, reference[i], wobbled[i], promised[i], float32_work)
+        problem = _close(a, e, reference[i], wobbled[i], promised[i], work_tolerance)
         if problem:
             return f"output {i} ({graph.outputs[i]}): {problem}"
     return None

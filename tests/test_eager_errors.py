@@ -203,3 +203,64 @@ def test_addcmul_on_integers(fn):
     """(An integer addcdiv never reaches mlirc: Dynamo's fake tensors raise first.)"""
     a, b, c = (torch.randint(1, 9, (4, 5)) for _ in range(3))
     assert_same_outcome(fn, a, b, c)
+
+
+# Eager's checks on argument values (ATen's TORCH_CHECKs), each a run-time check in the
+# compiled code: (name, fn, args); the value at fault, then a valid call beside it.
+VALUE_CHECKS = [
+    ("bce_input_above_one", lambda p, t: F.binary_cross_entropy(p, t), (T([0.2, 1.5, 0.7]), T([0.0, 1.0, 0.5]))),
+    (
+        "bce_input_negative",
+        lambda p, t: F.binary_cross_entropy(p, t, reduction="none"),
+        (T([-0.1, 0.5]), T([1.0, 0.0])),
+    ),
+    ("bce_input_nan", lambda p, t: F.binary_cross_entropy(p, t), (T([0.5, float("nan")]), T([1.0, 0.0]))),
+    ("bce_target_above_one", lambda p, t: F.binary_cross_entropy(p, t), (T([0.2, 0.7]), T([0.0, 3.0]))),
+    ("bce_weighted", lambda p, t, w: F.binary_cross_entropy(p, t, w), (T([0.2, 2.0]), T([0.0, 1.0]), T([1.0, 2.0]))),
+    ("one_hot_too_large", lambda t: F.one_hot(t, 3), (T([0, 5]),)),
+    ("one_hot_negative", lambda t: F.one_hot(t, 3) * 2, (T([0, -1]),)),
+    ("histc_range_of_inf", lambda x: torch.histc(x, 4), (T([1.0, float("inf")]),)),
+    ("histc_range_of_nan", lambda x: torch.histc(x, 4), (T([1.0, float("nan")]),)),
+]
+VALID_VALUES = [
+    ("bce_edges", lambda p, t: F.binary_cross_entropy(p, t), (T([0.0, 1.0, 0.5]), T([0.0, 1.0, 0.25]))),
+    ("bce_empty", lambda p, t: F.binary_cross_entropy(p, t, reduction="sum"), (torch.rand(0), torch.rand(0))),
+    ("one_hot", lambda t: F.one_hot(t, 4), (T([[0, 3], [2, 1]]),)),
+    ("histc_of_the_data_range", lambda x: torch.histc(x, 5), (T([1.0, 4.0, 2.0, 2.5]),)),
+]
+
+
+@pytest.mark.parametrize("name,fn,args", VALUE_CHECKS, ids=[c[0] for c in VALUE_CHECKS])
+def test_value_checks_raise_eager_error(name, fn, args):
+    error = assert_same_outcome(fn, *args)
+    assert error is not None
+    assert mlirc.stats().fallback_nodes == 0, mlirc.stats().summary()  # raised by compiled code
+
+
+@pytest.mark.parametrize("name,fn,args", VALID_VALUES, ids=[c[0] for c in VALID_VALUES])
+def test_valid_values_pass_the_checks(name, fn, args):
+    assert assert_same_outcome(fn, *args) is None
+    assert mlirc.stats().fallback_nodes == 0, mlirc.stats().summary()
+
+
+def test_bernoulli_probabilities_outside_the_unit_interval():
+    """bernoulli's own draw runs eagerly (torch's generator); its check is compiled."""
+    for p in (T([0.5, 1.5]), T([-0.5]), T([float("nan")])):
+        torch._dynamo.reset()
+        error = assert_same_outcome(lambda p: torch.bernoulli(p), p)
+        assert error is not None and "p_in >= 0" in str(error)
+
+
+@pytest.mark.parametrize("dtype", [*INTS, torch.uint8, torch.bool], ids=str)
+@pytest.mark.parametrize("exponent", [-1, -2])
+def test_integer_to_a_negative_power(dtype, exponent):
+    """Eager rejects the call whatever the values (an empty tensor too); pow_ as well
+    (of a bool tensor, Dynamo's fake tensors raise before mlirc sees it)."""
+    x = T([1, 2, 3]).to(dtype)
+    error = assert_same_outcome(lambda x: x**exponent, x)
+    assert error is not None and "negative integer powers" in str(error)
+    torch._dynamo.reset()
+    assert assert_same_outcome(lambda x: x**exponent, x[:0]) is not None
+    if dtype != torch.bool:
+        torch._dynamo.reset()
+        assert assert_same_outcome(lambda x: x.clone().pow_(exponent), x) is not None

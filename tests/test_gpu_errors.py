@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import assert_same_outcome
-from test_eager_errors import BAD_INDICES, GOOD_INDICES
+from test_eager_errors import BAD_INDICES, GOOD_INDICES, VALUE_CHECKS
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -42,6 +42,27 @@ def test_bad_index_is_a_device_assert(name):
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "raised True 0" in done.stdout, done.stdout + done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("name", [c[0] for c in VALUE_CHECKS])
+def test_value_check_is_a_device_assert(name):
+    """Eager's checks on values (a probability outside [0, 1], a class past one_hot's
+    count): compiled, a device-side assert in a child process, as eager's CUDA kernels
+    assert (or raise, where eager reads the value back to the host)."""
+    code = textwrap.dedent(f"""
+        import sys, torch, mlirc
+        sys.path.insert(0, {str(__file__.rsplit("/", 1)[0])!r})
+        from test_eager_errors import VALUE_CHECKS
+        fn, args = next((f, a) for n, f, a in VALUE_CHECKS if n == {name!r})
+        args = tuple(a.cuda() for a in args)
+        try:
+            torch.compile(fn, backend="mlirc")(*args)
+            torch.cuda.synchronize()
+        except RuntimeError as err:
+            print("raised", mlirc.stats().fallback_nodes)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "raised 0" in done.stdout, done.stdout + done.stderr[-3000:]
 
 
 @pytest.mark.parametrize("name,fn,args", GOOD_INDICES, ids=[c[0] for c in GOOD_INDICES])

@@ -48,3 +48,17 @@ def test_mutated_lit_inputs():
 
     report = fuzz(count=150, seed=2026)
     assert report.runs == 150 and not report.failures, "\n".join(report.failures)
+
+
+def _run_bytes(*args, stdin: bytes = b""):
+    return subprocess.run([sys.executable, "-m", "mlirc.tools.mlirc_opt", *args], input=stdin, capture_output=True)
+
+
+def test_binary_input_is_a_diagnostic(tmp_path):
+    """Bytes that are not UTF-8 text, or hold a NUL, from a file or stdin: one line, exit 1."""
+    path = tmp_path / "binary.mlir"
+    path.write_bytes(bytes(range(256)))
+    for out in (_run_bytes(str(path)), _run_bytes("-", stdin=b"module {}\x00\n")):
+        err = out.stderr.decode()
+        assert out.returncode == 1 and "Traceback" not in err and "internal error" not in err, err
+        assert err.count("\n") == 1 and "mlirc-opt: error:" in err and "text" in err, err

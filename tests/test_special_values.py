@@ -127,3 +127,33 @@ POW_EXPONENTS = [0.5, -0.5, 2.0, 3.0, -1.0, -2.0, 1.5, -3.0]
 def test_pow_by_a_scalar(exponent, dtype, device):
     x = torch.tensor(_values(dtype), dtype=dtype, device=device)
     _compare(lambda x: torch.pow(x, exponent), "pow", [x])
+
+
+NAN = float("nan")
+_BOUNDED = torch.tensor([-2.0, -0.0, 0.0, 0.5, 3.0, NAN, float("inf"), -float("inf")] * 5)
+# A NaN bound gives NaN (scalar or tensor, either side, and the ops that lower through
+# a clamp); a NaN x stays NaN; ties and zeros of either sign keep x.
+NAN_BOUNDS = {
+    "min": lambda x, b: x.clamp(min=NAN),
+    "max": lambda x, b: x.clamp(max=NAN),
+    "both": lambda x, b: x.clamp(NAN, 1.0),
+    "clip_max": lambda x, b: x.clip(-1.0, NAN),
+    "clamp_min": lambda x, b: torch.clamp_min(x, NAN),
+    "clamp_max": lambda x, b: torch.clamp_max(x, NAN),
+    "tensor_min": lambda x, b: x.clamp(min=b),
+    "tensor_max": lambda x, b: x.clamp(max=b),
+    "tensor_both": lambda x, b: x.clamp(b, b + 1),
+    "hardtanh": lambda x, b: torch.nn.functional.hardtanh(x, NAN, 1.0),
+    "hardtanh_max": lambda x, b: torch.nn.functional.hardtanh(x, -1.0, NAN),
+    "relu6": lambda x, b: torch.nn.functional.relu6(x),
+    "zero_bound": lambda x, b: x.clamp(min=0.0, max=-0.0),
+    "half": lambda x, b: x.half().clamp(max=NAN) + b.half().clamp(min=b.half()),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", list(NAN_BOUNDS))
+def test_nan_as_a_bound(case, device):
+    bound = torch.randn(_BOUNDED.shape)
+    bound[::3] = NAN
+    _compare(NAN_BOUNDS[case], "clamp", [_BOUNDED.to(device), bound.to(device)])

@@ -194,6 +194,33 @@ def _process_isolated(chunk: str, elements: list[str], args: argparse.Namespace,
     return out
 
 
+def _read_input(path: str) -> str | None:
+    """The input's text, or None after a one-line diagnostic: a file that cannot be
+    read, or bytes that are not UTF-8 text (MLIR's assembly is UTF-8)."""
+    name = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+    except OSError as err:
+        print(f"mlirc-opt: error: cannot read {name}: {err}", file=sys.stderr)
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        print(
+            f"mlirc-opt: error: {name} is not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start})",
+            file=sys.stderr,
+        )
+        return None
+    if "\0" in text:
+        print(f"mlirc-opt: error: {name} is not text (a NUL byte at offset {text.index(chr(0))})", file=sys.stderr)
+        return None
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.list_passes:
@@ -202,10 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_dialect:
         print(irdl_source())
         return 0
-    try:
-        text = sys.stdin.read() if args.input == "-" else open(args.input).read()
-    except OSError as err:
-        print(f"mlirc-opt: error: cannot read {args.input}: {err}", file=sys.stderr)
+    text = _read_input(args.input)
+    if text is None:
         return 1
     elements = split_pipeline(args.passes) + split_pipeline(args.pass_pipeline)
     chunks = text.split(SPLIT_MARKER) if args.split_input_file else [text]

@@ -19,7 +19,7 @@ from mlir import ir
 from mlir.dialects import llvm as llvm_dialect
 
 from mlirc.backends.cpu import jit_pool
-from mlirc.backends.cpu.llvm_worker import middle_end
+from mlirc.backends.cpu.llvm_worker import object_code
 from mlirc.config import config
 from mlirc.dialects.attributes import SIZE_ARGS_ATTR
 from mlirc.errors import PipelineError
@@ -204,18 +204,6 @@ def _runtime_helpers() -> llvm.ExecutionEngine:
     return engine  # kept alive: the helpers' code lives in it
 
 
-def optimize(parsed: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
-    """LLVM's middle end (config.llvm_opt: 0 = none, else -O<n>) over the kernels.
-
-    The MLIR conversions leave IR that only the backend would otherwise see: the
-    middle end CSEs and hoists what codegen cannot (a row's address arithmetic, pure
-    SLEEF calls, see mlirc-cpu-vector-math) and unrolls short loops.  Measured on 2
-    cores: transformer_encoder 14.4 -> 10.2 ms, elementwise_chain 4.04 -> 3.62 ms,
-    bert 16.7 -> 15.5 ms, at about the same compile time.
-    """
-    middle_end(parsed, machine, config.llvm_opt)
-
-
 def compile_kernels(kernels: ir.Module, signatures: list[KernelSignature]) -> CompiledKernels:
     """Machine code for the kernels of an LLVM-dialect module (`check_converted`
     already: the walk costs 40 ms on a BERT layer): on the compile workers' cores
@@ -225,26 +213,30 @@ def compile_kernels(kernels: ir.Module, signatures: list[KernelSignature]) -> Co
     if objects is None:
         return jit(str(llvm_dialect.translate_module_to_llvmir(kernels.operation)), signatures)
     _bind_external_symbols(external_functions(kernels))
-    _runtime_helpers()
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(jit=True))
-    for obj in objects:
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-    engine.finalize_object()
-    return CompiledKernels(engine, _functions(engine, signatures), _sizes(signatures))
+    return _load(objects, signatures)
 
 
 def jit(llvm_ir: str, signatures: list[KernelSignature]) -> CompiledKernels:
-    """Machine code for the host CPU (llvmlite's MCJIT) and a ctypes function per kernel."""
+    """Machine code for the host CPU, compiled in-process as a worker compiles it
+    (llvm_worker.object_code: LLVM's middle end at config.llvm_opt, which CSEs and
+    hoists what codegen cannot -- a row's address arithmetic, pure SLEEF calls -- then
+    codegen at -O3), and a ctypes function per kernel."""
     try:
         parsed = llvm.parse_assembly(llvm_ir)
         parsed.verify()
     except RuntimeError as err:
         raise PipelineError("llvmlite", f"LLVM IR does not parse: {err}") from err
     _bind_external_symbols([fn.name for fn in parsed.functions if fn.is_declaration])
+    return _load([object_code(parsed, *_host(), config.llvm_opt)], signatures)
+
+
+def _load(objects: list[bytes], signatures: list[KernelSignature]) -> CompiledKernels:
+    """An engine holding only the kernels' object code: an engine given the LLVM
+    module keeps it (about 0.7 MB for a small graph) as long as the compiled code."""
     _runtime_helpers()
-    machine = target_machine()
-    optimize(parsed, machine)
-    engine = llvm.create_mcjit_compiler(parsed, machine)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(jit=True))
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     return CompiledKernels(engine, _functions(engine, signatures), _sizes(signatures))
 

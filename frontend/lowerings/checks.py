@@ -22,7 +22,9 @@ from mlir import ir
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
 from mlirc.dialects.runtime_checks import RuntimeCheck
-from mlirc.frontend.lowerings.api import LoweringContext, node_meta
+from mlirc.frontend.lowerings.api import LoweringContext, node_meta, register
+
+aten = torch.ops.aten
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,17 @@ def check_nonzero_divisor(lctx: LoweringContext, node: fx.Node, divisor: ir.Valu
     divisor = b.broadcast(divisor, tuple(node_meta(node).shape))
     ok = b.elementwise("ne", divisor, b.scalar_constant(0, shapes.elem_of(divisor)))
     lctx.require(ok, RuntimeCheck("RuntimeError", f"ZeroDivisionError (mlirc: aten.{user_op(node)})"))
+
+
+@register(aten._assert_async.msg, aten._assert_async.default)
+def _assert_async(lctx: LoweringContext, node: fx.Node) -> None:
+    """torch's own run-time assert (one_hot's class range, and the value checks our
+    decompositions add, frontend/decompositions.py): eager's RuntimeError with its
+    message unless the one element is nonzero."""
+    value = lctx.value(node.args[0])
+    ok = b.elementwise("ne", value, b.scalar_constant(0, shapes.elem_of(value)))
+    message = node.args[1] if len(node.args) > 1 else "Expected Tensor with single nonzero value, but got zero"
+    lctx.require(ok, RuntimeCheck("RuntimeError", message))
 
 
 # ------------------------------------------------------------------ value ranges

@@ -206,11 +206,23 @@ for _op in (
     aten.abs.default,
     aten.neg.default,
     aten.sign.default,
-    aten.pow.Tensor_Scalar,
     aten.pow.Tensor_Tensor,
     aten.pow.Scalar,
 ):
     CHECKS[_op] = _no_bool_arith
+
+
+def _integer_negative_power(node: fx.Node) -> str | None:
+    """ATen's pow rejects an integer (or bool) tensor to a negative integer scalar,
+    whatever the values, even of an empty tensor: the node runs eagerly, to raise."""
+    base, exponent = node_meta(node.args[0]), node.args[1]
+    integral = not (base.dtype.is_floating_point or base.dtype.is_complex)
+    if integral and isinstance(exponent, int) and exponent < 0:
+        return "an integer tensor to a negative integer power (eager raises)"
+    return None
+
+
+CHECKS[aten.pow.Tensor_Scalar] = all_checks(_integer_negative_power, _no_bool_arith)
 
 
 def _square(x: ir.Value) -> ir.Value:
@@ -331,13 +343,16 @@ def _clamp(lctx: LoweringContext, node: fx.Node) -> ir.Value:
     else:
         low, high = arg(node, 1, "min"), arg(node, 2, "max")
     # As ATen's clamp: x unless strictly beyond a bound, so a NaN x and a tie with a
-    # bound (zeros of either sign) keep x.
-    if low is not None:
-        low = lctx.typed(low, dtype)
-        result = b.elementwise("select", b.elementwise("lt", result, low), low, result)
-    if high is not None:
-        high = lctx.typed(high, dtype)
-        result = b.elementwise("select", b.elementwise("gt", result, high), high, result)
+    # bound (zeros of either sign) keep x; a NaN bound gives NaN (as hardtanh's and
+    # relu6's, which decompose to this clamp).
+    for bound, beyond in ((low, "lt"), (high, "gt")):
+        if bound is None:
+            continue
+        may_be_nan = dtype.is_floating_point and (isinstance(bound, fx.Node) or math.isnan(bound))
+        bound = lctx.typed(bound, dtype)
+        result = b.elementwise("select", b.elementwise(beyond, result, bound), bound, result)
+        if may_be_nan:
+            result = b.elementwise("select", b.elementwise("isnan", bound), bound, result)
     return result
 
 

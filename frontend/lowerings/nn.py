@@ -71,12 +71,16 @@ for _ops, _name, _bool in (
 
 @register(aten.mean.dim, aten.mean.default)
 def _mean(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    dtype = out_dtype(node)
+    """The sum divided by the count, both in opmath, rounded once (ATen's half-precision
+    mean sums and divides in float32: the sum of 1000 float16 values of 100 is out of
+    float16's range, their mean is not)."""
+    dtype = opmath_dtype(node)
     x = lctx.typed(node.args[0], dtype)
     in_shape = shapes.shape_of(x)
     dims = _dims(node, 1, len(in_shape))
     total = b.reduce("reduce_sum", x, dims, arg(node, 2, "keepdim", False))
-    return b.elementwise("div", total, lctx.size_tensor(lctx.element_count(node.args[0], dims), dtype))
+    count = lctx.size_tensor(lctx.element_count(node.args[0], dims), dtype)
+    return narrow_to_out(b.elementwise("div", total, count), node)
 
 
 def _float_input(node: fx.Node) -> str | None:
@@ -92,7 +96,8 @@ def _var(lctx: LoweringContext, node: fx.Node) -> ir.Value | tuple[ir.Value, ir.
     max(N - correction, 0) (0/0 gives NaN as in eager).  In eager's accumulation
     type: float64 for float32 on the CPU (squares of 1e30 do not overflow there),
     in one pass (_shifted_sums); float32 for half types and on a GPU, and float64
-    data, in two: the mean, then the deviations."""
+    data, in two: the mean (_row_mean, which does not overflow where eager's Welford
+    mean does not), then the deviations."""
     meta = node_meta(node.args[0])
     dtype = meta.dtype
     acc = torch.float64 if dtype == torch.float32 and meta.device.type == "cpu" else opmath_dtype(node)
@@ -109,7 +114,8 @@ def _var(lctx: LoweringContext, node: fx.Node) -> ir.Value | tuple[ir.Value, ir.
         if not keepdim:
             squares = b.reshape(squares, lctx.shape(node))
     else:
-        mean = b.elementwise("div", b.reduce("reduce_sum", x, dims, True), lctx.size_tensor(count, acc))
+        # Not sum / n: 64 bfloat16 values of 3e38 sum to inf in float32, their mean does not
+        mean = _row_mean(lctx, x, acc, dims, meta.shape, on_cpu=meta.device.type == "cpu")
         # One element: its deviation is 0 (NaN for inf or NaN), said as x * 0.  As x - mean,
         # a GPU kernel that computes x = a * b fuses the product into the subtraction (FP
         # contraction) and leaves the product's rounding error: var() was inf, not 0 / 0.
@@ -274,8 +280,11 @@ def _layer_norm(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Valu
 @register(aten._native_batch_norm_legit.no_stats, check=_float_input)
 def _batch_norm_batch_statistics(lctx: LoweringContext, node: fx.Node) -> tuple[ir.Value, ir.Value, ir.Value]:
     """Normalized by the batch's own statistics (no running ones): biased variance
-    over every dim but the channels; the mean and 1/std are results too."""
-    dtype = out_dtype(node)
+    over every dim but the channels; the mean and 1/std are results too.  In opmath
+    (float32 for halves), each result rounded once, as eager's kernel -- which
+    normalizes with the statistics it returns: rounded to float16 where they are
+    float16 (no float32 weight), a 300-sized mean off by up to an eighth."""
+    dtype = opmath_dtype(node)
     x = lctx.typed(node.args[0], dtype)
     in_shape = shapes.shape_of(x)
     dims = [d for d in range(len(in_shape)) if d != 1]
@@ -284,6 +293,10 @@ def _batch_norm_batch_statistics(lctx: LoweringContext, node: fx.Node) -> tuple[
     centered = b.elementwise("sub", x, mean)
     var = b.elementwise("div", b.reduce("reduce_sum", b.elementwise("mul", centered, centered), dims, True), count)
     rstd = b.elementwise("rsqrt", b.elementwise("add", var, lctx.typed(float(node.args[5]), dtype)))
+    stats_elem = shapes.element_type(node_meta(node)[1].dtype)
+    if stats_elem != shapes.elem_of(mean):
+        rounded = lambda v: b.convert(b.convert(v, stats_elem), shapes.element_type(dtype))  # noqa: E731
+        centered, rstd = b.elementwise("sub", x, rounded(mean)), rounded(rstd)
     out = b.elementwise("mul", centered, rstd)
     weight, bias = node.args[1], node.args[2]
     if weight is not None:
@@ -291,7 +304,8 @@ def _batch_norm_batch_statistics(lctx: LoweringContext, node: fx.Node) -> tuple[
     if bias is not None:
         out = b.elementwise("add", out, _reshape_channels(lctx.typed(bias, dtype), len(in_shape)))
     channels = [in_shape[1]]
-    return out, b.reshape(mean, channels), b.reshape(rstd, channels)
+    results = (out, b.reshape(mean, channels), b.reshape(rstd, channels))
+    return tuple(b.convert(v, shapes.element_type(r.dtype)) for v, r in zip(results, node_meta(node), strict=True))
 
 
 @register(aten._native_batch_norm_legit_no_training.default)

@@ -317,9 +317,9 @@ class _AvgWindows:
 
 @register(aten.avg_pool2d.default, check=_avg_pool_check)
 def _avg_pool2d(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    """Window sums divided by the count of each window (_AvgWindows.divisor): small
-    windows tap by tap in opmath (float32 for halves, as eager accumulates), large
-    ones as a convolution of each channel with ones."""
+    """Window sums divided by the count of each window (_AvgWindows.divisor), in opmath
+    (float32 for halves, as eager accumulates) and rounded once: small windows tap by
+    tap, large ones as a convolution of each channel with ones."""
     x = lctx.value(node.args[0])
     shape = list(shapes.shape_of(x))
     windows = _AvgWindows(node, 0, shape[-2:], list(out_shape(node)[-2:]))
@@ -327,10 +327,10 @@ def _avg_pool2d(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         dtype = opmath_dtype(node)
         sums = windows.tap_sums(lctx, lctx.typed(node.args[0], dtype), 0.0, dtype)
         return narrow_to_out(b.elementwise("div", sums, windows.divisor(lctx, dtype, len(shape), taps=True)), node)
-    dtype = out_dtype(node)
+    dtype = opmath_dtype(node)
     planes = math.prod(shape[:-2])
     sums = windows.sums(lctx, b.reshape(lctx.typed(node.args[0], dtype), [planes, 1, *shape[-2:]]), 0.0, dtype)
-    return b.reshape(b.elementwise("div", sums, windows.divisor(lctx, dtype)), lctx.shape(node))
+    return narrow_to_out(b.reshape(b.elementwise("div", sums, windows.divisor(lctx, dtype)), lctx.shape(node)), node)
 
 
 @register(aten.avg_pool2d_backward.default, check=_pool_backward_check)

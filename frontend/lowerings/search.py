@@ -16,6 +16,7 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
+from mlirc.dialects.runtime_checks import RuntimeCheck
 from mlirc.frontend.lowerings.api import (
     DENSE_SCATTER_LIMIT,
     LoweringContext,
@@ -115,7 +116,14 @@ def _histc_check(node: fx.Node) -> str | None:
     bins = arg(node, 1, "bins", 100)
     if x.numel() * bins > DENSE_SCATTER_LIMIT:
         return f"a histogram of {x.numel()} values in {bins} bins (dense limit {DENSE_SCATTER_LIMIT})"
+    lo, hi = float(arg(node, 2, "min", 0)), float(arg(node, 3, "max", 0))
+    if lo != hi and not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        return f"a histogram over [{lo}, {hi}] (eager raises)"
     return None
+
+
+def _is_finite(lctx: LoweringContext, x: ir.Value, dtype: torch.dtype) -> ir.Value:
+    return b.elementwise("lt", b.elementwise("abs", x), lctx.typed(math.inf, dtype))  # false for NaN
 
 
 @register(aten.histc.default, check=_histc_check)
@@ -135,6 +143,9 @@ def _histc(lctx: LoweringContext, node: fx.Node) -> ir.Value:
         same = b.elementwise("eq", low, high)
         low = b.elementwise("select", same, b.elementwise("sub", low, lctx.typed(1.0, dtype)), low)
         high = b.elementwise("select", same, b.elementwise("add", high, lctx.typed(1.0, dtype)), high)
+        # the data's range holds an inf or NaN: eager's error
+        finite = b.elementwise("logical_and", _is_finite(lctx, low, dtype), _is_finite(lctx, high, dtype))
+        lctx.require(finite, RuntimeCheck("RuntimeError", "torch.histc: range of [min, max] is not finite"))
     else:
         low, high = lctx.typed(lo, dtype), lctx.typed(hi, dtype)
     scaled = b.elementwise("mul", b.elementwise("sub", x, low), lctx.typed(float(bins), dtype))
