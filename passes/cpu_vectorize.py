@@ -506,8 +506,16 @@ def _one_result_or_elementwise(op: ir.Operation) -> bool:
     return (written.is_permutation and all_parallel(op)) or combines_accumulators(op)
 
 
+def _has_no_iterations(op: ir.Operation) -> bool:
+    """An operand of a static size 0: the loops run no trip (a sum over an empty dim
+    only leaves its init), and MLIR's tiling asserts on a loop of size 0."""
+    return any(isinstance(v.type, ir.ShapedType) and 0 in shapes.shape_of(v) for v in op.operands)
+
+
 def schedule(op: ir.Operation, vector_bytes: int) -> Plan | None:
     """The tiling/vectorization plan for `op` on `vector_bytes`-wide vectors, or None to leave it alone."""
+    if _has_no_iterations(op):
+        return None
     if op.name not in VECTORIZABLE or not _one_result_or_elementwise(op) or _reduces_an_invariant(op):
         return _scalar_plan(op)  # multi-result reductions (argmax) stay scalar
     if _divides_integers(op) or _computes_on_bf16(op):

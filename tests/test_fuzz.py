@@ -40,6 +40,12 @@ def _cat_then_fmod(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torc
 
 # Each: a minimized fuzzer graph and inputs; eager's values or eager's exception.
 REGRESSIONS = {
+    # a bfloat16 sum over an empty dim stays scalar, and MLIR's tiling aborted the
+    # process on its loop of size 0 (--half seed 751002392)
+    "half_sum_over_an_empty_dim": (
+        lambda x: (x.sum(-1), torch.nn.functional.normalize(x.sum(-1), dim=-1), x.half().prod(-1)),
+        (torch.randn(64, 0).bfloat16(),),
+    ),
     # eager's index_add raises IndexError on a 1-D tensor, RuntimeError on others
     "index_add_1d_out_of_range": (lambda x, i, s: x.index_add(0, i, s), (torch.randn(31), T([3, 31]), torch.randn(2))),
     # eager's std takes the root of its float64 variance: 7e29, not inf

@@ -517,3 +517,22 @@ func.func @kernel_named_pooling(%x: tensor<2x3x9x9xf32>, %w: tensor<3x3xf32>, %o
   %r = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %w : tensor<2x3x9x9xf32>, tensor<3x3xf32>) outs(%o : tensor<2x3x7x7xf32>) -> tensor<2x3x7x7xf32>
   return %r : tensor<2x3x7x7xf32>
 }
+
+// A loop of size 0 (a bfloat16 sum over an empty dim, which stays scalar) runs no
+// trip: the op is left untiled, its result the filled init.
+// CHECK-LABEL: func.func @kernel_empty_reduction
+// CHECK-NOT: scf.for
+// CHECK: linalg.generic
+#map_rows = affine_map<(d0, d1) -> (d0, d1)>
+#map_row = affine_map<(d0, d1) -> (d0)>
+func.func @kernel_empty_reduction(%a: tensor<64x0xbf16>) -> tensor<64xbf16> attributes {mlirc.kernel} {
+  %zero = arith.constant 0.000000e+00 : bf16
+  %e = tensor.empty() : tensor<64xbf16>
+  %init = linalg.fill ins(%zero : bf16) outs(%e : tensor<64xbf16>) -> tensor<64xbf16>
+  %r = linalg.generic {indexing_maps = [#map_rows, #map_row], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<64x0xbf16>) outs(%init : tensor<64xbf16>) {
+  ^bb0(%x: bf16, %o: bf16):
+    %y = arith.addf %x, %o : bf16
+    linalg.yield %y : bf16
+  } -> tensor<64xbf16>
+  return %r : tensor<64xbf16>
+}
