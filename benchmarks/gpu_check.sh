@@ -7,7 +7,7 @@
 #   FUZZ_COUNT (default 2000) random graphs for the CUDA fuzzer, seeds from FUZZ_SEED (default 900) + 1;
 #   OPINFO_DTYPES (default float32,float16,bfloat16) and OPINFO_OPS narrow the sweep.
 # The OpInfo sweep needs `expecttest` (torch's test helpers import it), which the host
-# lacks: copy it into .device/pylib (see the README's GPU section).
+# lacks: copy it into .device/pylib (see docs/user-guide.md, "The GPU").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p /tmp/site
@@ -15,7 +15,7 @@ mkdir -p /tmp/site
 ln -sfn "$PWD" /tmp/site/mlirc
 export PYTHONPATH=/tmp/site:$PWD/.device/pylib MLIRC_CACHE_DIR=/tmp/mlirc-cache
 # the zoo's transformers (and its pure-Python dependencies), where a bundle was carried
-# (README, the GPU section: `--suite zoo`)
+# (docs/user-guide.md, "The GPU": `--suite zoo`)
 if [ -f .device/zoo-site-cp312.tar.xz ]; then
   mkdir -p /tmp/zoosite && { [ -d /tmp/zoosite/transformers ] || tar -xJf .device/zoo-site-cp312.tar.xz -C /tmp/zoosite; }
   export PYTHONPATH=$PYTHONPATH:/tmp/zoosite

@@ -28,8 +28,8 @@ as Inductor's documentation does it.  Per model and backend the table gives
   backend computes the step it was handed.  Each compiled backend is compared with
   aot_eager (the same Dynamo-traced step on eager's kernels), and aot_eager with eager.
 
-The models have no dropout: generated dropout draws other masks than eager's (README,
-"Training"), so a loss curve with it could not be compared step by step.  The table
+The models have no dropout: generated dropout draws other masks than eager's
+(docs/design/training.md, "Dropout"), so a loss curve with it could not be compared step by step.  The table
 goes to stdout and, with out_dir, to out_dir/train-<host>.md/.json.
 """
 
