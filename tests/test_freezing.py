@@ -210,3 +210,22 @@ def test_a_convolution_site_keeps_a_reordered_weight_per_input_shape():
         assert site(empty, w, w).shape == expected(empty).shape
     finally:
         torch.ops.mkldnn._reorder_convolution_weight = reorder
+
+
+@pytest.mark.skipif(not packed_weights.available(), reason="needs oneDNN's packed convolution")
+@pytest.mark.parametrize("special", [float("nan"), float("inf")])
+def test_a_weight_holding_nan_or_inf_is_eagers_at_the_border(special):
+    """oneDNN's packed kernel skips the taps that fall on the padding; eager multiplies
+    them by its zeros, so a NaN (or inf) weight makes the border NaN.  Such a weight is
+    run unpacked, as eager runs it, from the compiled model too; a finite one is packed."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(4, 8, 3, stride=2, padding=1)
+    x = torch.randn(1, 4, 5, 16)
+    with torch.no_grad():
+        conv.weight[2, 0, 1, 0] = special
+        compiled = torch.compile(conv, backend="mlirc")
+        assert_same = lambda: torch.testing.assert_close(compiled(x), conv(x), equal_nan=True)  # noqa: E731
+        assert_same()
+        assert conv(x)[0, 2, 0, 0].isnan()
+        conv.weight[2, 0, 1, 0] = 0.5  # an edit: reordered (packed) this time, still eager's
+        assert_same()

@@ -129,14 +129,7 @@ class PackedConv(_PackedSite):
         x, w = x_nhwc.permute(0, 3, 1, 2), w_ohwi.permute(0, 3, 1, 2)
         packed = None
         if x.numel():  # a size of 0 (a wrapper for every size meets any): oneDNN takes none
-            packed = self.packed(
-                w,
-                root,
-                tuple(x.shape),
-                lambda: torch.ops.mkldnn._reorder_convolution_weight(
-                    w, self.padding, self.stride, self.dilation, self.groups, list(x.shape)
-                ),
-            )
+            packed = self.packed(w, root, tuple(x.shape), lambda: self._pack(w, x.shape))
         if packed is None:
             y = torch.conv2d(x, w, None, self.stride, self.padding, self.dilation, self.groups)
             return y.permute(0, 2, 3, 1).contiguous()
@@ -144,6 +137,17 @@ class PackedConv(_PackedSite):
             x, packed, None, self.padding, self.stride, self.dilation, self.groups, "none", [], ""
         )
         return y.permute(0, 2, 3, 1).contiguous()
+
+    def _pack(self, w: torch.Tensor, input_shape: torch.Size) -> torch.Tensor | None:
+        """oneDNN's reordered weight, or None (run unpacked) for a weight holding NaN or
+        inf: the packed kernel skips the taps that fall on the padding, where eager's
+        multiplies them by the padding's zeros (NaN at the border).  Checked once per
+        weight, as the reorder runs."""
+        if not bool(torch.isfinite(w).all()):
+            return None
+        return torch.ops.mkldnn._reorder_convolution_weight(
+            w, self.padding, self.stride, self.dilation, self.groups, list(input_shape)
+        )
 
 
 def linear_available(dtype: torch.dtype = torch.float32) -> bool:
