@@ -115,3 +115,32 @@ def test_half_precision_reduction_gradients_match_eager(case, dtype, device):
     torch.testing.assert_close(actual, expected, equal_nan=True, **TOLERANCES[dtype])
     torch.testing.assert_close(actual_grad, expected_grad, equal_nan=True, **TOLERANCES[dtype])
     _assert_compiled_whole()
+
+
+SCALAR = 5.050590515136719  # not a float16 or bfloat16 number
+# A scalar on the right of mul, div and floor division: eager reads it in float32, not
+# rounded to the half type; truncating division rounds once.  Compared bit for bit.
+# (add's alpha is rounded to the half type in eager's vector loop and not in its
+# scalar tail: mlirc rounds it, as the loop over all but a tail does.)
+SCALAR_CASES = {
+    "mul": lambda x, s: x * s,
+    "div": lambda x, s: x / s,
+    "floor_divide": lambda x, s: x // s,
+    "trunc_divide": lambda x, s: torch.div(x, s, rounding_mode="trunc"),
+    "scalar_over_x": lambda x, s: 2.5 / x,
+    "remainder": lambda x, s: x % s,  # rounded to the half type there, as eager rounds it
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("scalar", ["python", "0-d float32", "0-d float64"])
+@pytest.mark.parametrize("case", list(SCALAR_CASES))
+def test_scalar_operands_as_eager_reads_them(case, scalar, dtype, device):
+    fn = SCALAR_CASES[case]
+    x = (torch.randn(4099, device=device) * 100).to(dtype)
+    s = SCALAR if scalar == "python" else torch.tensor(SCALAR, dtype=getattr(torch, scalar.split()[1]), device=device)
+    expected = fn(x, s)
+    actual = torch.compile(fn, backend="mlirc")(x, s)
+    torch.testing.assert_close(actual, expected, equal_nan=True, rtol=0, atol=0)
+    _assert_compiled_whole()

@@ -69,10 +69,36 @@ def _divide(lctx: LoweringContext, node: fx.Node, name: str, lhs: ir.Value, rhs:
     return b.elementwise(name, lhs, rhs)
 
 
+HALF_TYPES = (torch.float16, torch.bfloat16)
+# Where the right operand is a scalar (a Python number or a 0-d tensor), ATen's CPU and
+# CUDA kernels of these ops read it in opmath (float32) as it was given, not rounded to
+# the half type: x * 0.1 scales by float32's 0.1, and x // 5.0506 of a float16 x floors
+# float32's quotient (-42.00004 is -43).
+OPMATH_SCALAR_OPS = frozenset({"mul", "div", "floor_div"})
+
+
+def _is_scalar(arg: object) -> bool:
+    if isinstance(arg, (int, float)):
+        return True
+    meta = node_meta(arg) if isinstance(arg, fx.Node) else None
+    return isinstance(meta, torch.Tensor) and meta.dim() == 0
+
+
+def _operands(lctx: LoweringContext, node: fx.Node, name: str) -> tuple[ir.Value, ir.Value, torch.dtype]:
+    """(lhs, rhs, the dtype they are in): the result dtype's, or for a half-precision
+    op of OPMATH_SCALAR_OPS with a scalar on the right, float32 with the scalar not
+    rounded to the half type (the caller narrows the result)."""
+    dtype = out_dtype(node)
+    if dtype in HALF_TYPES and name in OPMATH_SCALAR_OPS and _is_scalar(node.args[1]):
+        lhs = b.convert(lctx.typed(node.args[0], dtype), shapes.element_type(torch.float32))
+        return lhs, lctx.typed(node.args[1], torch.float32), torch.float32
+    return lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype), dtype
+
+
 def _binary(name: str) -> Lowering:
     def lower(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-        dtype = out_dtype(node)
-        return _divide(lctx, node, name, lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype))
+        lhs, rhs, _ = _operands(lctx, node, name)
+        return narrow_to_out(_divide(lctx, node, name, lhs, rhs), node)
 
     return lower
 
@@ -254,13 +280,18 @@ def _pow_scalar(lctx: LoweringContext, node: fx.Node) -> ir.Value:
 
 @register(aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar, check=_no_bool_arith)
 def _add_sub(lctx: LoweringContext, node: fx.Node) -> ir.Value:
+    """x + alpha * y with one rounding, as ATen's kernel: for half types the operands
+    and alpha are rounded to the type, the product and sum are float32's."""
     dtype = out_dtype(node)
     lhs, rhs = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
     alpha = node.kwargs.get("alpha", 1)
     if alpha != 1:
-        rhs = b.elementwise("mul", rhs, lctx.typed(alpha, dtype))
+        factor = lctx.typed(alpha, dtype)
+        if dtype in HALF_TYPES:
+            lhs, rhs, factor = (b.convert(v, shapes.element_type(torch.float32)) for v in (lhs, rhs, factor))
+        rhs = b.elementwise("mul", rhs, factor)
     name = "add" if node.target in (aten.add.Tensor, aten.add.Scalar) else "sub"
-    return b.elementwise(name, lhs, rhs)
+    return narrow_to_out(b.elementwise(name, lhs, rhs), node)
 
 
 @register(aten.angle.default, check=lambda n: "complex input" if out_dtype(n).is_complex else None)
@@ -315,13 +346,17 @@ def _div_mode_check(node: fx.Node) -> str | None:
 
 @register(aten.div.Tensor_mode, aten.div.Scalar_mode, check=_div_mode_check)
 def _div_mode(lctx: LoweringContext, node: fx.Node) -> ir.Value:
-    dtype = out_dtype(node)
-    lhs, rhs = lctx.typed(node.args[0], dtype), lctx.typed(node.args[1], dtype)
+    """A half-precision truncating division truncates the float32 quotient, rounded
+    once after (as ATen's kernel): 2.9999 is 2, where a quotient rounded to float16
+    first is 3.0."""
     mode = node.kwargs.get("rounding_mode")
+    lhs, rhs, dtype = _operands(lctx, node, "floor_div" if mode == "floor" else "div")
     if mode == "floor":
-        return _divide(lctx, node, "floor_div", lhs, rhs)
+        return narrow_to_out(_divide(lctx, node, "floor_div", lhs, rhs), node)
+    if dtype in HALF_TYPES:
+        lhs, rhs = (b.convert(v, shapes.element_type(torch.float32)) for v in (lhs, rhs))
     quotient = _divide(lctx, node, "div", lhs, rhs)
-    return b.elementwise("trunc", quotient) if dtype.is_floating_point else quotient
+    return narrow_to_out(b.elementwise("trunc", quotient) if out_dtype(node).is_floating_point else quotient, node)
 
 
 @register(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar, check=fill_values_fit)
