@@ -135,6 +135,27 @@ def _bernoulli(self: torch.Tensor, *, generator: Any = None) -> torch.Tensor:
     return all_decompositions[aten.bernoulli.default](self, generator=generator)
 
 
+def _index_add(
+    self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha: Any = 1
+) -> torch.Tensor:
+    """ATen's shape checks first (PyTorch's decomposition broadcasts a source of the
+    wrong shape): raised while tracing, they make the graph run eagerly, which raises."""
+    count = index.numel()
+    if source.dim() and count != source.shape[dim]:
+        raise RuntimeError(
+            f"index_add_(): Number of indices ({count}) should be equal to source.size(dim) ({source.shape[dim]})"
+        )
+    self_sizes, source_sizes = list(self.shape), list(source.shape)
+    if self.dim() and source.dim():
+        del self_sizes[dim % self.dim()], source_sizes[dim % source.dim()]
+    if self_sizes != source_sizes:
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified dimension. "
+            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}"
+        )
+    return all_decompositions[aten.index_add.default](self, dim, index, source, alpha=alpha)
+
+
 # Our decompositions where PyTorch's does not trace, has none, or computes where eager
 # does not.
 OVERRIDES = {
@@ -146,6 +167,7 @@ OVERRIDES = {
     aten.logsumexp.default: _logsumexp,
     aten.binary_cross_entropy.default: _binary_cross_entropy,
     aten.bernoulli.default: _bernoulli,
+    aten.index_add.default: _index_add,
 }
 
 

@@ -264,3 +264,15 @@ def test_integer_to_a_negative_power(dtype, exponent):
     if dtype != torch.bool:
         torch._dynamo.reset()
         assert assert_same_outcome(lambda x: x.clone().pow_(exponent), x) is not None
+
+
+def test_index_add_source_of_the_wrong_shape():
+    """PyTorch's decomposition would broadcast the source: ATen's shape checks raise
+    first (the graph then runs eagerly, to raise eager's error).  (A count of indices
+    unlike the source's dim never reaches mlirc: Dynamo's fake tensors raise.)"""
+    x = torch.zeros(3, 2)
+    for source in (torch.ones(2), torch.ones(2, 3)):
+        torch._dynamo.reset()
+        assert assert_same_outcome(lambda x, i, s: x.index_add(0, i, s), x, T([0, 1]), source) is not None
+    torch._dynamo.reset()
+    assert assert_same_outcome(lambda x, i, s: x.index_add(0, i, s, alpha=2), x, T([0, 2]), torch.ones(2, 2)) is None
