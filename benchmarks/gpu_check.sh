@@ -4,7 +4,8 @@
 # (../shared/device/README.md): the bindings come from .device/.
 #   bash benchmarks/gpu_check.sh [gpu_bench.py arguments, e.g. --cases mlp,bert, or --suite zoo]
 #   SKIP_TESTS=1 / SKIP_FUZZ=1 / SKIP_OPINFO=1 / SKIP_BENCH=1 skip a part; PYTEST_K=expr selects tests;
-#   FUZZ_COUNT (default 2000) random graphs for the CUDA fuzzer, seeds from FUZZ_SEED (default 900) + 1;
+#   FUZZ_COUNT (default 2000) random graphs for the CUDA fuzzer, seeds from FUZZ_SEED (default 900) + 1,
+#   FUZZ_FLAGS more fuzz_graphs.py flags (--half: float16/bfloat16 graphs, --dynamic);
 #   OPINFO_DTYPES (default float32,float16,bfloat16) and OPINFO_OPS narrow the sweep.
 # The OpInfo sweep needs `expecttest` (torch's test helpers import it), which the host
 # lacks: copy it into .device/pylib (see docs/user-guide.md, "The GPU").
@@ -23,7 +24,7 @@ fi
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
 status=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_codegen.py tests/test_gpu_errors.py \
+  python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_codegen.py tests/test_gpu_errors.py tests/test_half_precision.py \
     ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tail -15
   status=${PIPESTATUS[0]}
   python3 -m pytest -q -p no:cacheprovider tests/test_special_values.py -k cuda 2>&1 | tail -5
@@ -33,7 +34,7 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   # the differential fuzzer on CUDA tensors, one process per seed (FUZZ_COUNT graphs in all)
   jobs=$(( $(nproc) - 3 )); per=$(( ${FUZZ_COUNT:-2000} / jobs + 1 ))
   for s in $(seq 1 $jobs); do
-    (cd tests && python3 fuzz_graphs.py --count $per --seed $((${FUZZ_SEED:-900} + s)) --device cuda > "/tmp/fuzz-cuda-$s.log" 2>&1) &
+    (cd tests && python3 fuzz_graphs.py --count $per --seed $((${FUZZ_SEED:-900} + s)) --device cuda ${FUZZ_FLAGS:-} > "/tmp/fuzz-cuda-$s.log" 2>&1) &
   done
   wait
   grep -h "graphs on" /tmp/fuzz-cuda-*.log
