@@ -7,7 +7,7 @@ MLIRC_VECTOR_BYTES=n CPU vector width in bytes (default 0: the host's, 64 with A
                      mlirc-opt: 'mlirc-cpu-vectorize{vector-bytes=32}', as lit tests pin it)
 MLIRC_LIBRARY_GEMM=0 generate GEMM/conv kernels instead of calling torch.mm/bmm/conv2d
 MLIRC_GPU_GEMM=mode  GPU GEMMs: "auto" (today cuBLAS for every GEMM: the generated kernels do not
-                     win yet, see passes/gpu_matmul.py; mode="max-autotune" times both),
+                     win yet, see passes/gpu/matmul.py; mode="max-autotune" times both),
                      "generated" (tt.dot kernels with fused epilogues) or "extern" (cuBLAS)
 MLIRC_GPU_GEMM_TILE=BM,BN,BK,W,S  tiles of generated GEMMs (block sizes, warps, stages)
 MLIRC_CPU_GEMM=mode  CPU GEMMs: "auto" (torch.mm or oneDNN, whichever a timing of the shape

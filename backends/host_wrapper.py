@@ -59,7 +59,7 @@ from mlirc.dialects.attributes import (
 )
 from mlirc.dialects.runtime_checks import RuntimeCheck, decode
 from mlirc.errors import PipelineError
-from mlirc.passes import ir_utils
+from mlirc.passes.base import ir_utils
 
 # Library kernels (mlirc-outline-library-calls) as host code: `{0}`, `{1}` are the
 # call's operands, `{out}` its result, other fields the op's attributes.  GEMMs write

@@ -21,8 +21,8 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects.attributes import GROUP_ATTR
-from mlirc.passes.ir_utils import callee, functions
-from mlirc.passes.linalg_utils import RESHAPES, all_parallel, dps_inputs, indexing_maps, through_reshapes
+from mlirc.passes.base.ir_utils import callee, functions
+from mlirc.passes.base.linalg_utils import RESHAPES, all_parallel, dps_inputs, indexing_maps, through_reshapes
 
 _ALLOWED = frozenset(
     {"arith.constant", "tensor.expand_shape", "tensor.collapse_shape", "tensor.empty", "linalg.fill", "linalg.generic",

@@ -1,8 +1,8 @@
 """The host wrapper for every size of a symbolic graph: one wrapper, no compile per
 size (the CPU's and the GPU's share this part).
 
-The kernels compiled for every size (passes/cpu_size_args.py on the CPU,
-passes/gpu_lower_to_tt.py on the GPU) take their sizes as arguments; this wrapper
+The kernels compiled for every size (passes/cpu/size_args.py on the CPU,
+passes/gpu/lower_to_tt.py on the GPU) take their sizes as arguments; this wrapper
 runs the symbolic module's entry as it is, unbound.  Each `?` size is a SymInt of
 Dynamo's shape environment (backends/symbolic_sizes.py), printed as a Python
 expression of the graph's symbols, which the wrapper's first lines read from its

@@ -21,7 +21,7 @@ import torch.fx as fx
 from mlirc.backends import disk_cache
 from mlirc.backends.gpu.compiler import cache_dir
 from mlirc.frontend.lowerings.api import node_meta
-from mlirc.passes.gpu_matmul import GpuMatmulOptions
+from mlirc.passes.gpu.matmul import GpuMatmulOptions
 
 log = logging.getLogger(__name__)
 

@@ -33,14 +33,14 @@ from mlirc.frontend.lowerings.api import node_meta
 from mlirc.frontend.native_memory import release_freed_memory
 from mlirc.frontend.stats import stats
 from mlirc.passes import bind_sizes
-from mlirc.passes.cpu_merge_small_kernels import CpuMergeSmallKernelsOptions
-from mlirc.passes.cpu_parallelize import CpuParallelizeOptions
-from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
-from mlirc.passes.gpu_matmul import GpuMatmulOptions
-from mlirc.passes.ir_utils import has_deferred
+from mlirc.passes.base.ir_utils import has_deferred
+from mlirc.passes.base.registry import format_element, run_passes
+from mlirc.passes.cpu.merge_small_kernels import CpuMergeSmallKernelsOptions
+from mlirc.passes.cpu.parallelize import CpuParallelizeOptions
+from mlirc.passes.cpu.vectorize import CpuVectorizeOptions
+from mlirc.passes.gpu.matmul import GpuMatmulOptions
 from mlirc.passes.outline_library_calls import OutlineLibraryCallsOptions
 from mlirc.passes.pipelines import AFTER_BINDING, SYMBOLIC_STAGES, configured
-from mlirc.passes.registry import format_element, run_passes
 from mlirc.passes.split_reductions import SplitReductionsOptions
 
 log = logging.getLogger(__name__)
@@ -345,7 +345,7 @@ def _check_bound_results(entry: ir.Operation, eager: list) -> None:
 @dataclass(frozen=True)
 class _SharedKernels:
     """A symbolic graph's kernels compiled once, for every size (they take their
-    sizes as arguments: passes/cpu_size_args.py, passes/gpu_lower_to_tt.py): the
+    sizes as arguments: passes/cpu/size_args.py, passes/gpu/lower_to_tt.py): the
     module after row fusion, which each size binds for its host wrapper, and the
     compiled kernels (codegen.CompiledKernels; on a GPU, runtime.GpuKernels)."""
 
@@ -375,8 +375,8 @@ class SymbolicRegion:
     graph per size from its FX graph instead.
 
     The linalg stage runs once, on `?` dims: what its passes must know a size to
-    decide (a convolution's padded input) waits as a deferred mlirc op (passes/
-    ir_utils.py defer), and the stage runs again after the binding.  Where an op
+    decide (a convolution's padded input) waits as a deferred mlirc op
+    (passes/base/ir_utils.py defer), and the stage runs again after the binding.  Where an op
     cannot wait (StaticSizesNeeded: one on booleans) or the stage fails on a `?` dim,
     the sizes are bound right after import.  Where nothing waited, the stages up to
     kernel formation run on `?` dims too (SYMBOLIC_STAGES: fusion and outlining

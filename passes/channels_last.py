@@ -36,11 +36,11 @@ from mlir.dialects import func
 from mlirc.dialects import shapes
 from mlirc.dialects.attributes import LIBRARY_ATTR
 from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import callee, entry_functions, functions, nested_ops, run_transform
-from mlirc.passes.linalg_utils import indexing_maps, set_indexing_maps
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import callee, entry_functions, functions, nested_ops, run_transform
+from mlirc.passes.base.linalg_utils import indexing_maps, set_indexing_maps
+from mlirc.passes.base.registry import register_pass
 from mlirc.passes.outline_library_calls import library_of
-from mlirc.passes.registry import register_pass
 from mlirc.passes.transpose_views import generic_perm
 
 TO_NHWC = (0, 2, 3, 1)  # torch.permute order: NCHW -> NHWC

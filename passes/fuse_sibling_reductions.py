@@ -32,9 +32,9 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes.ir_utils import clone_body, entry_functions, erase_op
-from mlirc.passes.linalg_utils import combines_accumulators, dps_inputs, indexing_maps, written_map
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import clone_body, entry_functions, erase_op
+from mlirc.passes.base.linalg_utils import combines_accumulators, dps_inputs, indexing_maps, written_map
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-fuse-sibling-reductions"
 # Ops that only make, shape or fill tensors: moved up to where the fused op goes.

@@ -24,12 +24,12 @@ from mlir.dialects import math as math_d
 from mlirc.dialects import shapes
 from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
 from mlirc.errors import MlircError, StaticSizesNeeded, UnsupportedOpError
-from mlirc.passes import linalg_emit as le
 from mlirc.passes import lower_to_linalg_structured  # noqa: F401  (registers reductions, matmul, conv, pool)
-from mlirc.passes.ir_utils import defer, erase_op, is_deferred, resume_deferred
-from mlirc.passes.linalg_emit import PATTERNS, MlircOp, pattern
-from mlirc.passes.registry import register_pass
-from mlirc.passes.scalar_math import const, convert_scalar, scalar_body
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import defer, erase_op, is_deferred, resume_deferred
+from mlirc.passes.base.linalg_emit import PATTERNS, MlircOp, pattern
+from mlirc.passes.base.registry import register_pass
+from mlirc.passes.base.scalar_math import const, convert_scalar, scalar_body
 
 NAME = "mlirc-lower-to-linalg"
 

@@ -39,8 +39,8 @@ from mlir.dialects import func
 from mlirc.dialects import shapes
 from mlirc.dialects.attributes import ADDMM_BIAS_ATTR, KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
 from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes.ir_utils import entry_functions, erase_op
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import entry_functions, erase_op
+from mlirc.passes.base.registry import register_pass
 
 LIBRARY_TYPES = (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)
 LIBRARY_OPS = {"mlirc.matmul": "mm", "mlirc.batch_matmul": "bmm", "mlirc.conv2d": "conv2d"}

@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from mlir import ir
 
 from mlirc.dialects.mlirc_dialect import target_of
+from mlirc.passes.base.ir_utils import nested_ops
+from mlirc.passes.base.linalg_utils import RESHAPES, all_parallel, elem_bytes, indexing_maps
+from mlirc.passes.base.registry import register_pass
 from mlirc.passes.fuse_elementwise import fuse_elementwise
 from mlirc.passes.fuse_gathered_producers import fuse_gathered_producers, inlinable_at_gathers, reshape_groups
-from mlirc.passes.ir_utils import nested_ops
-from mlirc.passes.linalg_utils import RESHAPES, all_parallel, elem_bytes, indexing_maps
-from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-recompute-cheap-producers"
 # Fused rounds: fusing one round's copies can make a producer cheap that was not (a

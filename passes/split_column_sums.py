@@ -39,10 +39,10 @@ from mlir.dialects import arith, linalg
 from mlirc.dialects import shapes
 from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.errors import VerificationError
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import erase_op, nested_ops
-from mlirc.passes.linalg_utils import indexing_maps, loop_ranges
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import erase_op, nested_ops
+from mlirc.passes.base.linalg_utils import indexing_maps, loop_ranges
+from mlirc.passes.base.registry import register_pass
 from mlirc.passes.split_reductions import LIMITS, Limits
 
 NAME = "mlirc-split-column-sums"

@@ -20,7 +20,7 @@ row would walk alone, and rows a row group keeps whole stay unsplit (a softmax o
 RMS norm over 4096 is one kernel, not four).
 
 Whether a sum over `?` values splits depends on its length.  By default it waits for
-the sizes (passes/ir_utils.py defer).  With `assume-short-sums` it is compiled
+the sizes (passes/base/ir_utils.py defer).  With `assume-short-sums` it is compiled
 unsplit, under a `cf.assert` that no split is due (the negation of `_splits` on its
 length): a symbolic graph then forms its kernels once for every size that keeps the
 assertion (a softmax over a sequence of up to 2048 on the CPU), and mlirc-bind-sizes refuses a
@@ -41,8 +41,8 @@ from mlirc.dialects import builders as b
 from mlirc.dialects import dims as size_of
 from mlirc.dialects import shapes
 from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes.ir_utils import defer, erase_op, nested_ops, resume_deferred
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import defer, erase_op, nested_ops, resume_deferred
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-split-reductions"
 

@@ -39,10 +39,10 @@ from mlir.dialects import linalg, tensor
 
 from mlirc.dialects.dims import Dim, index_constant
 from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import clone_body, constant_index, defining_op, erase_op, nested_ops
-from mlirc.passes.linalg_utils import all_parallel, indexing_maps
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import clone_body, constant_index, defining_op, erase_op, nested_ops
+from mlirc.passes.base.linalg_utils import all_parallel, indexing_maps
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-split-sliced-generics"
 # Each slice becomes a kernel of its own (a launch each on the GPU): an unbind of a long

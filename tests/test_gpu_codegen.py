@@ -23,8 +23,8 @@ from mlirc.backends.gpu.compiler import compile_ttir, triton_kernels
 from mlirc.config import config
 from mlirc.dialects import make_context
 from mlirc.passes import fuse_sibling_reductions, outline_library_calls
+from mlirc.passes.base.registry import run_passes
 from mlirc.passes.pipelines import STAGES
-from mlirc.passes.registry import run_passes
 
 SM90 = GPUTarget("cuda", 90, 32)
 FUSED_ROWS = {"softmax", "layer_norm", "momentum_step"}  # one kernel each (a row group; a multi-output generic)
@@ -376,7 +376,8 @@ def test_long_sum_spreads_over_programs(tmp_path, monkeypatch):
 def test_split_limits_match_the_gpu_tiles():
     """mlirc-split-reductions (a shared pass) keeps its own copy of the GPU's longest
     row group row: they must agree."""
-    from mlirc.passes import gpu_fuse_rows, split_reductions
+    from mlirc.passes import split_reductions
+    from mlirc.passes.gpu import fuse_rows as gpu_fuse_rows
 
     assert split_reductions.LIMITS["cuda"].contiguous[1] == gpu_fuse_rows.MAX_ROW
     assert split_reductions.LIMITS["cuda"].long_rows[0] == gpu_fuse_rows.MAX_LOOPED_ROW

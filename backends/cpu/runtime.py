@@ -22,7 +22,7 @@ from mlirc.backends.host_wrapper import (
 )
 from mlirc.config import config
 from mlirc.dialects.attributes import ORIGIN_ATTR
-from mlirc.passes.ir_utils import entry_functions
+from mlirc.passes.base.ir_utils import entry_functions
 
 
 class CpuWrapperBuilder(WrapperBuilder):

@@ -76,7 +76,7 @@ def compile_ttir(kernel: TritonKernel, target: object):
     # kernels do (Triton flushes them to zero by default: sqrt(1e-40) was 0).
     # enable_fp_fusion stays on: off, ptxas contracts nothing, libdevice's functions
     # included, and F.gelu's erf left its 4e-6 bound against eager on the H100.  The
-    # kernels' own products are mul.rn (passes/gpu_tiles.py ROUNDED), which ptxas
+    # kernels' own products are mul.rn (passes/gpu/tt/tiles.py ROUNDED), which ptxas
     # never fuses with their users: each rounds, as in eager's one-op kernels.
     options = {"num_warps": kernel.num_warps, "enable_fp_fusion": True, "enable_reflect_ftz": False}
     if kernel.num_stages is not None:

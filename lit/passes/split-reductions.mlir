@@ -157,7 +157,7 @@ func.func @gpu(%a: tensor<16x8192xf32>, %b: tensor<2x20480xf32>, %c: tensor<1024
 // -----
 
 // On a GPU, rows up to 65536 also stay whole where there are at least 1024 of them:
-// a row group walks each in chunks (passes/gpu_row_loops.py), which fills the GPU
+// a row group walks each in chunks (passes/gpu/tt/row_loops.py), which fills the GPU
 // with programs.  Fewer rows, or longer ones, split as before; runs of reduced dims
 // at the end count as one row.
 // CHECK-LABEL: func.func @gpu_long_rows
