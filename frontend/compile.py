@@ -67,18 +67,28 @@ def _dump(name: str, stage: str, text: str, ext: str = "mlir") -> str | None:
 PassOptions = dict[str, object]  # pass name -> its options dataclass
 
 
-def pass_options() -> PassOptions:
-    """The passes' options from the config (MLIRC_* settings), read once per compile:
-    passes themselves never read the config."""
-    return {
-        "mlirc-outline-library-calls": OutlineLibraryCallsOptions(library_gemm=config.library_gemm),
-        "mlirc-cpu-vectorize": CpuVectorizeOptions(vector_bytes=config.vector_bytes, vectorize=config.vectorize),
-        "mlirc-cpu-parallelize": CpuParallelizeOptions(parallel_min_kib=config.parallel_min_kib),
-        "mlirc-cpu-merge-small-kernels": CpuMergeSmallKernelsOptions(
-            max_kib=config.merge_kib, large=bool(config.merge_large)
+def pass_options(device_type: str = "cpu") -> PassOptions:
+    """The passes' options for a compile on `device_type`: the backend's policy
+    (PASS_OPTIONS) with the config's settings (MLIRC_*) on top, read once per
+    compile: passes themselves never read the config or ask for the target."""
+    backend = gpu_backend if device_type == "cuda" else cpu_backend
+    settings: dict[str, tuple[type, dict[str, object]]] = {
+        "mlirc-outline-library-calls": (OutlineLibraryCallsOptions, {"library_gemm": config.library_gemm}),
+        "mlirc-cpu-vectorize": (
+            CpuVectorizeOptions,
+            {"vector_bytes": config.vector_bytes, "vectorize": config.vectorize},
         ),
-        "mlirc-gpu-matmul": GpuMatmulOptions(mode=config.gpu_gemm, tile=config.gpu_gemm_tile),
+        "mlirc-cpu-parallelize": (CpuParallelizeOptions, {"parallel_min_kib": config.parallel_min_kib}),
+        "mlirc-cpu-merge-small-kernels": (
+            CpuMergeSmallKernelsOptions,
+            {"max_kib": config.merge_kib, "large": bool(config.merge_large)},
+        ),
+        "mlirc-gpu-matmul": (GpuMatmulOptions, {"mode": config.gpu_gemm, "tile": config.gpu_gemm_tile}),
     }
+    options: PassOptions = dict(backend.PASS_OPTIONS)
+    for name, (kind, values) in settings.items():
+        options[name] = dataclasses.replace(options.get(name) or kind(), **values)  # type: ignore[type-var]
+    return options
 
 
 def _repro(stage_input: str, name: str, pipeline: str) -> str:
@@ -164,7 +174,7 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autot
     """`autotune` (mode="max-autotune"): on a GPU, time the GEMM variants and keep
     the fastest (mlirc.frontend.autotune)."""
     device = device or torch.device("cpu")
-    options = pass_options()
+    options = pass_options(device.type)
     try:
         if autotune and device.type == "cuda":
             from mlirc.frontend import autotune as tuner
@@ -391,12 +401,15 @@ class SymbolicRegion:
 
     def __init__(self, gm: fx.GraphModule, device: torch.device, options: PassOptions | None = None) -> None:
         self.gm, self.device = gm, device
-        self.options = pass_options() if options is None else options
+        self.options = pass_options(device.type) if options is None else options
         self.name = f"region{next(_region_numbers)}"
         module, stage_ir = _import(gm, device, self.name)
         self.context = module.context
         self.slots = bind_sizes.symbolic_slots(bind_sizes.entry_function(module.operation))
-        assuming = self.options | {"mlirc-split-reductions": SplitReductionsOptions(assume_short_sums=True)}
+        short = dataclasses.replace(
+            self.options.get("mlirc-split-reductions") or SplitReductionsOptions(), assume_short_sums=True
+        )
+        assuming = self.options | {"mlirc-split-reductions": short}
         self.lowered = self._lower(module, stage_ir, assuming, self.name)
         self._assuming_nothing: _Lowered | None = None
         self._every: tuple[Callable, Callable[..., bool]] | None | bool = None  # False: none

@@ -170,7 +170,8 @@ CPU_TO_LLVM = [
     "reconcile-unrealized-casts",
     "mlirc-cpu-omp-dispatch",
 ]
-CPU = [
+# The kernels alone (the entry stays host-side), tiled and vectorized on tensors.
+CPU_SCHEDULE = [
     "mlirc-cpu-drop-host",
     "mlirc-cpu-lower-scatters",
     "mlirc-cpu-flatten-elementwise",
@@ -178,9 +179,8 @@ CPU = [
     "mlirc-cpu-vectorize",
     "mlirc-cpu-masked-reductions",
     "mlirc-cpu-vector-math",
-    *CPU_BUFFERIZE,
-    *CPU_TO_LLVM,
 ]
+CPU = [*CPU_SCHEDULE, *CPU_BUFFERIZE, *CPU_TO_LLVM]
 # Work on parameters alone (a convolution weight's OIHW -> OHWI transpose) moves out
 # first, as on the CPU: its kernels run once, not per call.  Named ops (pooling,
 # non-library contractions) become generics: the tt lowering tiles any generic,
@@ -228,15 +228,8 @@ register_pipeline("mlirc-stage-kernels", "Stage: fusion and kernel formation", K
 register_pipeline("mlirc-stage-cpu-fusion", "Stage: CPU row fusion of a kernels module (entry included)", CPU_FUSION)
 register_pipeline(
     "mlirc-stage-cpu-bufferize",
-    "Stage: CPU schedule + bufferization of a kernels module",
-    [
-        "mlirc-cpu-drop-host",
-        "mlirc-cpu-lower-scatters",
-        "mlirc-cpu-flatten-elementwise",
-        "mlirc-cpu-vectorize",
-        "mlirc-cpu-masked-reductions",
-        *CPU_BUFFERIZE,
-    ],
+    "Stage: CPU schedule + bufferization of a kernels module (mlirc-stage-cpu up to the LLVM conversion)",
+    [*CPU_SCHEDULE, *CPU_BUFFERIZE],
 )
 register_pipeline("mlirc-stage-cpu", "Stage: a kernels module -> LLVM dialect for the host CPU", CPU)
 register_pipeline(

@@ -18,11 +18,11 @@ from mlir import ir
 from triton.backends.compiler import GPUTarget
 
 import mlirc
+from mlirc.backends import cpu as cpu_backend
 from mlirc.backends import gpu as gpu_backend
 from mlirc.backends.gpu.compiler import compile_ttir, triton_kernels
 from mlirc.config import config
 from mlirc.dialects import make_context
-from mlirc.passes import fuse_sibling_reductions, outline_library_calls
 from mlirc.passes.base.registry import run_passes
 from mlirc.passes.pipelines import STAGES
 
@@ -98,14 +98,17 @@ def _inputs(spec):
     return [torch.randn(s) for s in spec]
 
 
+BIAS_IN_GEMM, SIBLING_SUMS = "mlirc-outline-library-calls", "mlirc-fuse-sibling-reductions"
+
+
 def _kernels_ir(fn, args, tmp_path) -> list[str]:
     config.dump_dir = str(tmp_path)
     # Traced on the CPU in place of a GPU graph: as for the GPU target, a half GEMM's
     # bias add stays out of its library kernel (the GPU fuses it as an epilogue), and
     # column sums stay apart (the GPU's row fusion groups them).
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(outline_library_calls, "_bias_add", lambda op: None)
-        patch.setattr(fuse_sibling_reductions, "target_of", lambda module: "cuda")
+        gpu_policy = {name: gpu_backend.PASS_OPTIONS[name] for name in (BIAS_IN_GEMM, SIBLING_SUMS)}
+        patch.setattr(cpu_backend, "PASS_OPTIONS", gpu_policy)
         try:
             result = torch.compile(fn, backend="mlirc")(*args)
             if isinstance(result, torch.Tensor) and result.requires_grad:
@@ -371,16 +374,6 @@ def test_long_sum_spreads_over_programs(tmp_path, monkeypatch):
     assert kernels[0][1][0] >= 1000 // 4 and kernels[-1][1][0] == 1, [(k.name, g) for k, g in kernels]
     for kernel, _ in kernels:
         assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
-
-
-def test_split_limits_match_the_gpu_tiles():
-    """mlirc-split-reductions (a shared pass) keeps its own copy of the GPU's longest
-    row group row: they must agree."""
-    from mlirc.passes import split_reductions
-    from mlirc.passes.gpu import fuse_rows as gpu_fuse_rows
-
-    assert split_reductions.LIMITS["cuda"].contiguous[1] == gpu_fuse_rows.MAX_ROW
-    assert split_reductions.LIMITS["cuda"].long_rows[0] == gpu_fuse_rows.MAX_LOOPED_ROW
 
 
 def test_cnn_runs_channels_last_on_the_gpu(tmp_path, monkeypatch):

@@ -230,3 +230,15 @@ def test_pass_name_file_and_lit_test_agree():
         if not list(lit_folder.glob(f"{leaf}*.mlir")):
             problems.append(f"{name}: no lit test {lit_folder.relative_to(ROOT)}/{leaf}*.mlir")
     assert problems == []
+
+
+def test_shared_passes_take_target_policy_as_options():
+    """A shared pass never asks which target the module is for: where the CPU's and
+    the GPU's policies differ, the pass takes an option that the backend fills
+    (mlirc.backends.<target>.PASS_OPTIONS), so a repro command carries it."""
+    asking = [
+        path.relative_to(ROOT).as_posix()
+        for path in sorted((ROOT / "passes").glob("*.py"))
+        if "target_of" in path.read_text()
+    ]
+    assert asking == []

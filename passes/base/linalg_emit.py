@@ -245,7 +245,7 @@ class MlircOp:
     operands: list[ir.Value]
     in_types: list[ir.Type]
     out_type: ir.Type
-    target: str = "cpu"  # the module's mlirc.target
+    target: str = "cpu"  # whose eager numerics: mlirc-lower-to-linalg{numerics=...}
 
     def attr(self, name: str) -> list[int] | int | ir.Attribute:
         a = self.op.attributes[name]
