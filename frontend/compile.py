@@ -11,6 +11,7 @@ import itertools
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -132,13 +133,25 @@ def _run_stage(
     result is printed only to be dumped: the last stage's, which no later stage
     starts from (the CPU kernels in the LLVM dialect: 0.13 s to print for resnet)."""
     pipeline = configured(stage, options)
+    start = time.perf_counter()
     try:
         run_passes(module, [pipeline], stage=f"mlirc-stage-{stage}")
     except PipelineError as err:  # any kind (a stage's caller only asks whether it failed) gets the repro
         raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, pipeline)) from err
+    log.info("%s: stage %s in %.1f ms (%s)", name, stage, 1e3 * (time.perf_counter() - start), pipeline)
     if keep_text or config.dump_dir:
         stage_ir[stage] = str(module)
         _dump(name, stage, stage_ir[stage])
+    _trace(name, stage, lambda: stage_ir.get(stage) or str(module))
+
+
+def _trace(name: str, stage: str, text: Callable[[], str]) -> None:
+    """A stage's IR as a tlparse artifact (TORCH_TRACE); `text` runs only when traced."""
+    torch._logging.trace_structured(
+        "artifact",
+        metadata_fn=lambda: {"name": f"mlirc_{name}_{stage}", "encoding": "string"},
+        payload_fn=text,
+    )
 
 
 def _with_none_outputs(call: Callable, is_none: list[bool]) -> Callable:
@@ -191,13 +204,19 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autot
 def _import(gm: fx.GraphModule, device: torch.device, name: str) -> tuple[ir.Module, dict[str, str]]:
     if device.type == "cpu":
         jit_pool.start_workers()  # they start up while the graph goes through the stages
+    start = time.perf_counter()
     module = _step(
         "mlirc-import",
         lambda: FxImporter(make_context()).import_graph(gm, target=device.type),
         lambda: f"the FX graph is in {_saved(gm.print_readable(print_output=False), name, 'fx-graph', 'py')}",
     )
     stage_ir = {"mlirc": str(module)}
+    nodes = len(gm.graph.nodes)
+    log.info(
+        "%s: %d FX nodes imported for %s in %.1f ms", name, nodes, device.type, 1e3 * (time.perf_counter() - start)
+    )
     _dump(name, "mlirc", stage_ir["mlirc"])
+    _trace(name, "mlirc", lambda: stage_ir["mlirc"])
     return module, stage_ir
 
 
@@ -229,8 +248,17 @@ def _finish(
             _run_stage(module, stage, name, stage_ir, options, before)
             before = stage_ir[stage]
         build = build or backend.build
+        start = time.perf_counter()
         call, source, kernel_count = build(module, name, stage_ir, result_dtypes, device, options)
+    log.info(
+        "%s: %d kernels built for %s in %.1f ms (the kernel stage, code generation, the host wrapper)",
+        name,
+        kernel_count,
+        device.type,
+        1e3 * (time.perf_counter() - start),
+    )
     _dump(name, "wrapper", source, ext="py")
+    _trace(name, "wrapper", lambda: source)
     return CompiledRegion(_completed(gm, call, outputs), source, kernel_count, stage_ir)
 
 
