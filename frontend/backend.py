@@ -18,6 +18,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 
+from mlirc.backends import backend_for
 from mlirc.config import config, parse_options
 from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.frontend import dynamic, partitioner, training_layouts
@@ -167,8 +168,6 @@ def compile_fx_graph(
         fn = training_layouts.checks_weight_versions(fn, example_inputs)
     device = _device_of(example_inputs)
     if mode in CUDA_GRAPH_MODES and device.type == "cuda":
-        from mlirc.backends.gpu.cudagraphs import CudaGraphed
-
         # Dynamo's static inputs index the forward's (or inference graph's) arguments;
         # a backward reads its parameters in place as nn.Parameters, and the forward's
         # saved activations where its graph left them (backends/gpu/cudagraphs.py).
@@ -177,7 +176,7 @@ def compile_fx_graph(
             i for i in (_static_inputs() if forward else []) if i < len(example_inputs)
             and isinstance(example_inputs[i], torch.Tensor) and example_inputs[i].device == device
         ]  # fmt: skip
-        fn = CudaGraphed(fn, static, written)
+        fn = backend_for(device.type).graph_replayed(fn, static, written)
     fn = _cpu_scalars_to(device, fn, example_inputs)  # outside the graph: a copy from the host
     if written:
         fn = WritesInputs(fn, written)

@@ -19,10 +19,7 @@ import torch
 import torch.fx as fx
 from mlir import ir
 
-from mlirc.backends import cpu as cpu_backend
-from mlirc.backends import gpu as gpu_backend
-from mlirc.backends.cpu import codegen, jit_pool
-from mlirc.backends.cpu.runtime import build_wrapper
+from mlirc.backends import backend_for
 from mlirc.config import config
 from mlirc.dialects import layouts, make_context, shapes
 from mlirc.dialects.attributes import PREPARE_ATTR, RESULT_EAGER_ATTR, RESULT_LAYOUTS_ATTR
@@ -72,7 +69,7 @@ def pass_options(device_type: str = "cpu") -> PassOptions:
     """The passes' options for a compile on `device_type`: the backend's policy
     (PASS_OPTIONS) with the config's settings (MLIRC_*) on top, read once per
     compile: passes themselves never read the config or ask for the target."""
-    backend = gpu_backend if device_type == "cuda" else cpu_backend
+    backend = backend_for(device_type)
     settings: dict[str, tuple[type, dict[str, object]]] = {
         "mlirc-outline-library-calls": (OutlineLibraryCallsOptions, {"library_gemm": config.library_gemm}),
         "mlirc-cpu-vectorize": (
@@ -86,7 +83,7 @@ def pass_options(device_type: str = "cpu") -> PassOptions:
         ),
         "mlirc-gpu-matmul": (GpuMatmulOptions, {"mode": config.gpu_gemm, "tile": config.gpu_gemm_tile}),
     }
-    options: PassOptions = dict(backend.PASS_OPTIONS)
+    options: PassOptions = dict(backend.pass_options)
     for name, (kind, values) in settings.items():
         options[name] = dataclasses.replace(options.get(name) or kind(), **values)  # type: ignore[type-var]
     return options
@@ -154,6 +151,18 @@ def _trace(name: str, stage: str, text: Callable[[], str]) -> None:
     )
 
 
+class _Driver:
+    """The compile driver's services to the backends (backends/base.py Driver)."""
+
+    run_stage = staticmethod(_run_stage)
+    step = staticmethod(_step)
+    saved = staticmethod(_saved)
+    dump = staticmethod(_dump)
+
+
+DRIVER = _Driver()
+
+
 def _with_none_outputs(call: Callable, is_none: list[bool]) -> Callable:
     """Put back the graph's None outputs (backward graphs have them) around the tensors."""
 
@@ -202,8 +211,7 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autot
 
 
 def _import(gm: fx.GraphModule, device: torch.device, name: str) -> tuple[ir.Module, dict[str, str]]:
-    if device.type == "cpu":
-        jit_pool.start_workers()  # they start up while the graph goes through the stages
+    backend_for(device.type).prepare()
     start = time.perf_counter()
     module = _step(
         "mlirc-import",
@@ -240,7 +248,7 @@ def _finish(
     call (made by `build`, the backend's where None)."""
     outputs = _outputs(gm)
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
-    backend = BACKENDS.get(device.type, BACKENDS["cpu"])
+    backend = backend_for(device.type)
     stages = backend.stages[backend.stages.index(done) + 1 :] if done in backend.stages else backend.stages
     with module.context:
         before = stage_ir[done]
@@ -249,7 +257,9 @@ def _finish(
             before = stage_ir[stage]
         build = build or backend.build
         start = time.perf_counter()
-        call, source, kernel_count = build(module, name, stage_ir, result_dtypes, device, options)
+        call, source, kernel_count = build(module, name, stage_ir, result_dtypes, device, options, DRIVER)
+    if any(PREPARE_ATTR in op.attributes for op in module.body.operations):
+        stats().prepared_regions += 1
     log.info(
         "%s: %d kernels built for %s in %.1f ms (the kernel stage, code generation, the host wrapper)",
         name,
@@ -277,96 +287,6 @@ def _completed(gm: fx.GraphModule, call: Callable, outputs: list) -> Callable:
     return call
 
 
-def _build_cpu(
-    module: ir.Module,
-    name: str,
-    stage_ir: dict[str, str],
-    result_dtypes: list,
-    device: torch.device,
-    options: PassOptions,
-) -> tuple[Callable, str, int]:
-    """The kernels compiled (_compile_cpu_kernels), then the host wrapper."""
-    return _wrap_cpu(module, name, _compile_cpu_kernels(module, name, stage_ir, options), result_dtypes, device)
-
-
-def _compile_cpu_kernels(
-    module: ir.Module, name: str, stage_ir: dict[str, str], options: PassOptions
-) -> codegen.CompiledKernels:
-    """The kernel stage on a copy (the host wrapper reads the entry from `module`),
-    then LLVM IR (dumped), then machine code."""
-    kernels = module.operation.clone()  # a ModuleOp: what the kernel stage and codegen use of a module
-    before = stage_ir[cpu_backend.STAGES[-1]]  # the module's text after its last stage
-    _run_stage(kernels, cpu_backend.KERNEL_STAGE, name, stage_ir, options, before, keep_text=False)
-    signatures = codegen.kernel_signatures(module)
-
-    def check() -> None:
-        codegen.check_converted(kernels)
-        codegen.check_signatures(kernels, signatures)
-
-    _step(
-        "mlirc-emit-llvm", check, lambda: f"reproduce with: mlirc-opt {_saved(str(kernels), name, 'cpu')} --emit-llvm"
-    )
-    if config.dump_dir:
-        _dump(name, "llvm", codegen.emit_llvm(kernels), ext="ll")
-    return _step(
-        "llvmlite",
-        lambda: codegen.compile_kernels(kernels, signatures),
-        lambda: f"the LLVM IR is in {_saved(codegen.emit_llvm(kernels), name, 'llvm', 'll')}",
-    )
-
-
-def _wrap_cpu(
-    module: ir.Module, name: str, compiled: codegen.CompiledKernels, result_dtypes: list, device: torch.device
-) -> tuple[Callable, str, int]:
-    call, source = _step(
-        "mlirc-host-wrapper",
-        lambda: build_wrapper(module, compiled, result_dtypes, device)[:2],
-        lambda: f"the wrapper is built from {_saved(str(module), name, 'cpu-fusion')}",
-    )
-    if any(PREPARE_ATTR in op.attributes for op in module.body.operations):
-        stats().prepared_regions += 1
-    return call, source, len(compiled.functions)
-
-
-def _build_gpu(
-    module: ir.Module,
-    name: str,
-    stage_ir: dict[str, str],
-    result_dtypes: list,
-    device: torch.device,
-    options: PassOptions,
-) -> tuple[Callable, str, int]:
-    """The kernels compiled (_compile_gpu_kernels), then the host wrapper."""
-    return _wrap_gpu(module, name, _compile_gpu_kernels(module, name, stage_ir, options), result_dtypes, device)
-
-
-def _compile_gpu_kernels(module: ir.Module, name: str, stage_ir: dict[str, str], options: PassOptions) -> object:
-    """The gpu stage on a copy (the host wrapper reads the entry from `module`), then
-    triton.compile on each kernel's TTIR (its nested modules): a GpuKernels."""
-    from mlirc.backends.gpu import compiler, runtime
-
-    kernels = module.operation.clone()
-    _run_stage(kernels, gpu_backend.KERNEL_STAGE, name, stage_ir, options, stage_ir[gpu_backend.STAGES[-1]])
-    gpu_ir = lambda: f"the gpu-stage IR is in {_saved(stage_ir['gpu'], name, 'gpu')}"  # noqa: E731
-    launchers = _step("triton.compile", lambda: compiler.compile_module(kernels), gpu_ir)
-    return runtime.GpuKernels(launchers, kernels)
-
-
-def _wrap_gpu(
-    module: ir.Module, name: str, compiled: object, result_dtypes: list, device: torch.device
-) -> tuple[Callable, str, int]:
-    from mlirc.backends.gpu import runtime
-
-    call, source = _step(
-        "mlirc-host-wrapper",
-        lambda: runtime.build_wrapper(module, compiled, result_dtypes, device)[:2],  # type: ignore[arg-type]
-        lambda: f"the wrapper is built from {_saved(str(module), name, 'gpu-fusion')}",
-    )
-    if any(PREPARE_ATTR in op.attributes for op in module.body.operations):
-        stats().prepared_regions += 1
-    return call, source, len(compiled.launchers)  # type: ignore[attr-defined]
-
-
 def _check_bound_results(entry: ir.Operation, eager: list) -> None:
     """The bound results have eager's shapes (in their buffers' layouts), or the
     binding is refused: a wrong rule for a `?` dim never reaches a kernel."""
@@ -385,10 +305,10 @@ class _SharedKernels:
     """A symbolic graph's kernels compiled once, for every size (they take their
     sizes as arguments: passes/cpu/size_args.py, passes/gpu/lower_to_tt.py): the
     module after row fusion, which each size binds for its host wrapper, and the
-    compiled kernels (codegen.CompiledKernels; on a GPU, runtime.GpuKernels)."""
+    compiled kernels (the backend's Backend.compile_kernels)."""
 
     fused: str
-    compiled: codegen.CompiledKernels | object
+    compiled: object
     kernel_count: int
 
 
@@ -447,7 +367,7 @@ class SymbolicRegion:
     def _lower(self, module: ir.Module, stage_ir: dict[str, str], options: PassOptions, name: str) -> _Lowered:
         bound_after = "mlirc"
         with module.context:
-            for stage in BACKENDS.get(self.device.type, BACKENDS["cpu"]).stages:
+            for stage in backend_for(self.device.type).stages:
                 if stage not in SYMBOLIC_STAGES or (stage != "linalg" and has_deferred(module.operation)):
                     break  # what waits for its sizes is lowered after the binding, then fuses
                 try:
@@ -564,22 +484,23 @@ class SymbolicRegion:
         """The kernels of a graph whose kernels were formed on `?` dims, compiled
         once for every size (tried once per lowering; None where they could not be:
         then each size compiles its own, as before)."""
-        if self.device.type not in SHARED_KERNELS or not config.runtime_sizes or lowered.bound_after != "kernels":
+        backend = backend_for(self.device.type)
+        if backend.device_type != self.device.type or not config.runtime_sizes or lowered.bound_after != "kernels":
             return None
         if not lowered.shared_tried:
             lowered.shared_tried = True
             name = f"{self.name}-sizes"
-            fusion, compile_kernels = SHARED_KERNELS[self.device.type]
+            fusion = backend.fusion_stage
             module = ir.Module.parse(lowered.stage_ir["kernels"], self.context)
             stage_ir = {"kernels": lowered.stage_ir["kernels"]}
             try:
                 with module.context:
                     _run_stage(module, fusion, name, stage_ir, self.options, stage_ir["kernels"])
-                    compiled = compile_kernels(module, name, stage_ir, self.options)
+                    compiled = backend.compile_kernels(module, name, stage_ir, self.options, DRIVER)
             except MlircError as err:
                 log.debug("%s: kernels for every size failed, compiled per size: %s", self.name, err)
                 return None
-            lowered.shared = _SharedKernels(stage_ir[fusion], compiled, len(compiled.functions))
+            lowered.shared = _SharedKernels(stage_ir[fusion], compiled, backend.kernel_count(compiled))
             stats().symbolic_shared += 1
         return lowered.shared
 
@@ -590,31 +511,15 @@ class SymbolicRegion:
         wrapper, which calls the shared kernels with this size's sizes."""
         module = ir.Module.parse(shared.fused, self.context)
         self._bind(module, bind_sizes.BindSizesOptions(sizes, keep_kernel_arguments=True), [], eager)
-        fusion = SHARED_KERNELS[self.device.type][0]
+        backend = backend_for(self.device.type)
+        fusion = backend.fusion_stage
         stage_ir = {fusion: str(module)}
         _dump(name, "bound", stage_ir[fusion])
-        wrap_kernels = _wrap_gpu if self.device.type == "cuda" else _wrap_cpu
 
-        def wrap(module: ir.Module, name: str, _ir: dict, result_dtypes: list, device: torch.device, _options: dict):
-            return wrap_kernels(module, name, shared.compiled, result_dtypes, device)  # type: ignore[arg-type]
+        def wrap(
+            module: ir.Module, name: str, _ir: dict, result_dtypes: list, device: torch.device, _options: dict, driver
+        ) -> tuple[Callable, str, int]:
+            call, source = backend.wrap(module, name, shared.compiled, result_dtypes, device, driver)
+            return call, source, shared.kernel_count
 
         return _finish(self.gm, module, self.device, self.options, name, stage_ir, fusion, wrap)
-
-
-@dataclass(frozen=True)
-class Backend:
-    """What a device's compile runs: `stages` on the graph's module, each dumped
-    (MLIRC_DUMP_DIR) and re-enterable with mlirc-opt, then `build`, which makes the
-    call (on the CPU it runs the kernel stage and dumps the LLVM IR)."""
-
-    stages: tuple[str, ...]
-    build: Callable[..., tuple[Callable, str, int]]
-
-
-BACKENDS = {"cpu": Backend(cpu_backend.STAGES, _build_cpu), "cuda": Backend(gpu_backend.STAGES, _build_gpu)}
-# Kernels compiled once for every size of a symbolic graph, per device: the fusion
-# stage whose module each size binds, and what compiles its kernels
-SHARED_KERNELS: dict[str, tuple[str, Callable]] = {
-    "cpu": ("cpu-fusion", _compile_cpu_kernels),
-    "cuda": ("gpu-fusion", _compile_gpu_kernels),
-}

@@ -18,7 +18,7 @@ from mlir import ir
 from triton.backends.compiler import GPUTarget
 
 import mlirc
-from mlirc.backends import cpu as cpu_backend
+from mlirc.backends import backend_for
 from mlirc.backends import gpu as gpu_backend
 from mlirc.backends.gpu.compiler import compile_ttir, triton_kernels
 from mlirc.config import config
@@ -108,7 +108,7 @@ def _kernels_ir(fn, args, tmp_path) -> list[str]:
     # column sums stay apart (the GPU's row fusion groups them).
     with pytest.MonkeyPatch.context() as patch:
         gpu_policy = {name: gpu_backend.PASS_OPTIONS[name] for name in (BIAS_IN_GEMM, SIBLING_SUMS)}
-        patch.setattr(cpu_backend, "PASS_OPTIONS", gpu_policy)
+        patch.setattr(backend_for("cpu"), "pass_options", gpu_policy)
         try:
             result = torch.compile(fn, backend="mlirc")(*args)
             if isinstance(result, torch.Tensor) and result.requires_grad:

@@ -242,3 +242,17 @@ def test_shared_passes_take_target_policy_as_options():
         if "target_of" in path.read_text()
     ]
     assert asking == []
+
+
+def test_the_frontend_reaches_backends_through_their_interface():
+    """The frontend imports no module of a target's backend: it asks
+    mlirc.backends.backend_for(device) for one (backends/base.py's interface)."""
+    graph = import_graph()
+    direct = [
+        f"{module} -> {other}"
+        for module, imported in graph.items()
+        if module.startswith("mlirc.frontend")
+        for other in sorted(imported)
+        if other.startswith("mlirc.backends.") and target_of(other) is not None
+    ]
+    assert direct == []
