@@ -1,4 +1,4 @@
-"""CPU kernels of run-time sizes (issue 21): one compile of a kernel with `?` dims,
+"""CPU kernels of run-time sizes: one compile of a kernel with `?` dims,
 called at many sizes with its sizes as arguments (passes/cpu/size_args.py).
 
 The kernels are written as mlirc-stage-kernels leaves them (linalg on tensors,

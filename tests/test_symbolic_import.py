@@ -1,4 +1,4 @@
-"""A graph of symbolic sizes imported once and bound at each size (issue 21):
+"""A graph of symbolic sizes imported once and bound at each size:
 frontend/compile.py SymbolicRegion, passes/bind_sizes.py, dialects/dims.py."""
 
 from __future__ import annotations
