@@ -24,15 +24,11 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from mlirc.backends.gpu import cudagraphs
 from mlirc.backends.gpu.compiler import Launcher
-from mlirc.backends.host_wrapper import (
-    PreparedCache,
-    WrapperBuilder,
-    frozen_guard_source,
-    prepare_function,
-    storage_dtype,
-    wrapper_scope,
-)
+from mlirc.backends.host_wrapper import WrapperBuilder
 from mlirc.backends.in_place import in_place_operands
+from mlirc.backends.memory_plan import storage_dtype
+from mlirc.backends.prepared import PreparedCache, frozen_guard_source, prepare_function
+from mlirc.backends.wrapper_scope import wrapper_scope
 from mlirc.dialects import tt
 from mlirc.dialects.attributes import GRID_ATTR, GRID_SIZE_ATTR, ORIGIN_ATTR, SIZE_ARGS_ATTR
 from mlirc.passes.base.ir_utils import entry_functions
