@@ -3,7 +3,8 @@
 After kernel formation a kernel is one `linalg.generic` (with a fill as its init
 when it reduces), a row group of them (mlirc-gpu-fuse-rows), or a GEMM with its
 epilogue (mlirc-gpu-matmul).  Tiling and the emitted tile code are in
-passes/gpu/tt/tiles.py (plans: passes/gpu/tt/tile_plans.py), the GEMM's `tt.dot` loop in passes/gpu/tt/matmul.py.
+passes/gpu/tt/tiles.py (plans: passes/gpu/tt/tile_plans.py; indices, loads and stores:
+passes/gpu/tt/tile_access.py), the GEMM's `tt.dot` loop in passes/gpu/tt/matmul.py.
 
 The `tt.func` lands in a nested module `@<kernel>_ttir`; the kernel func becomes a
 declaration carrying the launch: `mlirc.gpu.ttir` (the module), `mlirc.gpu.grid`,
@@ -54,9 +55,10 @@ from mlirc.passes.gpu.tt.matmul import (
 )
 from mlirc.passes.gpu.tt.row_loops import emit_row_loops
 from mlirc.passes.gpu.tt.scatter import ScatterPlan, emit_scatter, plan_scatter
-from mlirc.passes.gpu.tt.sizes import KernelSizes, is_static
+from mlirc.passes.gpu.tt.sizes import PASS, KernelSizes, is_static
+from mlirc.passes.gpu.tt.tile_access import Tiled, _fail, scalar_constant
 from mlirc.passes.gpu.tt.tile_plans import I32_LIMIT, Memory, TilePlan, plan_rows, plan_tiles, row_major
-from mlirc.passes.gpu.tt.tiles import PASS, Tiled, TileEmitter, _fail, scalar_constant
+from mlirc.passes.gpu.tt.tiles import TileEmitter
 
 # a GEMM kernel's tiles, set by mlirc-gpu-matmul or by hand: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages
 

@@ -20,7 +20,7 @@ from mlir.dialects import func
 from mlirc.dialects import tt
 from mlirc.dialects.attributes import GRID_ATTR, SIZE_ARGS_ATTR, STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
 from mlirc.passes.base.ir_utils import callee, declaration_of, erase_op, nested_ops, remap_operands
-from mlirc.passes.gpu.tt.tiles import _fail
+from mlirc.passes.gpu.tt.tile_access import _fail
 
 CMPI_SLT, CMPI_SGE = 2, 5
 I32_PROGRAMS = 2**31 - 1  # a grid's x extent

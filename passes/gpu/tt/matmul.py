@@ -25,8 +25,9 @@ from mlir import ir
 from mlirc.dialects import tt
 from mlirc.errors import PipelineError
 from mlirc.passes.base.linalg_utils import loop_ranges
+from mlirc.passes.gpu.tt.tile_access import Tiled
 from mlirc.passes.gpu.tt.tile_plans import TilePlan
-from mlirc.passes.gpu.tt.tiles import Tiled, TileEmitter
+from mlirc.passes.gpu.tt.tiles import TileEmitter
 
 GROUP_M = 8
 

@@ -27,7 +27,8 @@ from mlirc.dialects import tt
 from mlirc.passes.base.ir_utils import defining_op
 from mlirc.passes.gpu.tt.numerics import INTEGER_MIN_MAX
 from mlirc.passes.gpu.tt.sizes import divides
-from mlirc.passes.gpu.tt.tiles import Tiled, TileEmitter, compute_type
+from mlirc.passes.gpu.tt.tile_access import Tiled, compute_type
+from mlirc.passes.gpu.tt.tiles import TileEmitter
 
 CMPF_OEQ = 1  # arith.cmpf's predicate number: ordered and equal
 

@@ -19,7 +19,7 @@ from mlir.dialects import func
 
 from mlirc.dialects import tt
 from mlirc.passes.base.linalg_utils import scatter_arguments
-from mlirc.passes.gpu.tt.tiles import _fail
+from mlirc.passes.gpu.tt.tile_access import _fail
 
 CMPI_SLT = 2
 FADD, ADD = 5, 4  # tt.RMWOp
