@@ -256,3 +256,9 @@ def test_the_frontend_reaches_backends_through_their_interface():
         if other.startswith("mlirc.backends.") and target_of(other) is not None
     ]
     assert direct == []
+
+
+def test_no_module_over_600_lines():
+    """A module a reader can hold: past 600 lines one has grown a second concern."""
+    long = {name: n for name, path in package_modules().items() if (n := len(path.read_text().splitlines())) > 600}
+    assert long == {}
