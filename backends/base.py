@@ -75,6 +75,15 @@ class Backend(ABC):
     def kernel_count(self, compiled: Any) -> int: ...
 
     @abstractmethod
+    def wrapper_builder(self) -> Callable:
+        """The runtime's build_wrapper(module, compiled, result_dtypes, device), whose
+        first two results are the host wrapper's call and source."""
+
+    @abstractmethod
+    def every_size_builder(self, compiled: Any) -> Callable:
+        """What builds backends/symbolic_wrapper.py's wrapper for every size of a
+        symbolic graph over `compiled`."""
+
     def wrap(
         self,
         module: ir.Module,
@@ -85,11 +94,16 @@ class Backend(ABC):
         driver: Driver,
     ) -> tuple[Callable, str]:
         """(call, source) of the host wrapper of `module`'s entry over `compiled`."""
+        build_wrapper = self.wrapper_builder()
+        return driver.step(
+            "mlirc-host-wrapper",
+            lambda: build_wrapper(module, compiled, result_dtypes, device)[:2],
+            lambda: f"the wrapper is built from {driver.saved(str(module), name, self.fusion_stage)}",
+        )
 
-    @abstractmethod
     def every_size_wrappers(self, compiled: Any) -> tuple[Callable, Callable]:
-        """(build_wrapper, make_builder) for backends/symbolic_wrapper.py's wrapper
-        for every size of a symbolic graph."""
+        """(build_wrapper, make_builder) for the wrapper for every size."""
+        return self.wrapper_builder(), self.every_size_builder(compiled)
 
     def graph_replayed(self, fn: Callable, static_inputs: list[int], written: list) -> Callable:
         """`fn` captured in device graphs and replayed (mode="reduce-overhead")."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import torch
 from mlir import ir
 
 from mlirc.backends import cpu
@@ -54,20 +53,8 @@ class CpuBackend(Backend):
     def kernel_count(self, compiled: codegen.CompiledKernels) -> int:
         return len(compiled.functions)
 
-    def wrap(
-        self,
-        module: ir.Module,
-        name: str,
-        compiled: codegen.CompiledKernels,
-        result_dtypes: list[torch.dtype],
-        device: torch.device,
-        driver: Driver,
-    ) -> tuple[Callable, str]:
-        return driver.step(
-            "mlirc-host-wrapper",
-            lambda: runtime.build_wrapper(module, compiled, result_dtypes, device)[:2],
-            lambda: f"the wrapper is built from {driver.saved(str(module), name, self.fusion_stage)}",
-        )
+    def wrapper_builder(self) -> Callable:
+        return runtime.build_wrapper
 
-    def every_size_wrappers(self, compiled: Any) -> tuple[Callable, Callable]:
-        return runtime.build_wrapper, symbolic_wrapper.builder_for(compiled)
+    def every_size_builder(self, compiled: Any) -> Callable:
+        return symbolic_wrapper.builder_for(compiled)

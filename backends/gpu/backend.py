@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import torch
 from mlir import ir
 
 from mlirc.backends import gpu
@@ -36,27 +35,15 @@ class GpuBackend(Backend):
     def kernel_count(self, compiled: Any) -> int:
         return len(compiled.launchers)
 
-    def wrap(
-        self,
-        module: ir.Module,
-        name: str,
-        compiled: Any,
-        result_dtypes: list[torch.dtype],
-        device: torch.device,
-        driver: Driver,
-    ) -> tuple[Callable, str]:
+    def wrapper_builder(self) -> Callable:
         from mlirc.backends.gpu import runtime
 
-        return driver.step(
-            "mlirc-host-wrapper",
-            lambda: runtime.build_wrapper(module, compiled, result_dtypes, device)[:2],
-            lambda: f"the wrapper is built from {driver.saved(str(module), name, self.fusion_stage)}",
-        )
+        return runtime.build_wrapper
 
-    def every_size_wrappers(self, compiled: Any) -> tuple[Callable, Callable]:
-        from mlirc.backends.gpu import runtime, symbolic_wrapper
+    def every_size_builder(self, compiled: Any) -> Callable:
+        from mlirc.backends.gpu import symbolic_wrapper
 
-        return runtime.build_wrapper, symbolic_wrapper.SymbolicGpuWrapperBuilder
+        return symbolic_wrapper.SymbolicGpuWrapperBuilder
 
     def graph_replayed(self, fn: Callable, static_inputs: list[int], written: list) -> Callable:
         """`fn` captured in CUDA graphs and replayed (mode="reduce-overhead")."""
