@@ -25,6 +25,14 @@ def mlirc_backend(gm: Any, example_inputs: list, mode: str | None = None, option
 
 
 def _register_backend() -> None:
+    """An installed mlirc is found by Dynamo through its entry point (pyproject.toml's
+    `torch_dynamo_backends`) when a compile first names it, so importing mlirc (and
+    `mlirc-opt`, which never compiles a graph) does not import Dynamo, 1.6 s; a copy
+    that is only on sys.path (the GPU host's) registers itself here."""
+    from importlib.metadata import entry_points
+
+    if any(point.value == "mlirc:mlirc_backend" for point in entry_points(group="torch_dynamo_backends")):
+        return
     from torch._dynamo.backends.registry import _BACKENDS, register_backend
 
     if "mlirc" not in _BACKENDS:

@@ -7,7 +7,7 @@ MLIRC_VECTOR_BYTES=n CPU vector width in bytes (default 0: the host's, 64 with A
                      mlirc-opt: 'mlirc-cpu-vectorize{vector-bytes=32}', as lit tests pin it)
 MLIRC_LIBRARY_GEMM=0 generate GEMM/conv kernels instead of calling torch.mm/bmm/conv2d
 MLIRC_GPU_GEMM=mode  GPU GEMMs: "auto" (today cuBLAS for every GEMM: the generated kernels do not
-                     win yet, see passes/gpu_matmul.py; mode="max-autotune" times both),
+                     win yet, see passes/gpu/matmul.py; mode="max-autotune" times both),
                      "generated" (tt.dot kernels with fused epilogues) or "extern" (cuBLAS)
 MLIRC_GPU_GEMM_TILE=BM,BN,BK,W,S  tiles of generated GEMMs (block sizes, warps, stages)
 MLIRC_CPU_GEMM=mode  CPU GEMMs: "auto" (torch.mm or oneDNN, whichever a timing of the shape
@@ -49,15 +49,19 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from mlirc.errors import MlircError
 
 
 class ConfigError(MlircError):
-    """An MLIRC_* environment variable has a value it does not allow."""
+    """An MLIRC_* environment variable (or torch.compile option) has a value it does
+    not allow, or names no setting."""
 
 
 _TRUE = ("1", "true", "yes", "on")
@@ -169,30 +173,89 @@ def _warn_unknown(environ: dict[str, str] | os._Environ) -> None:
         )
 
 
-@dataclass
+# Settings given to one compile (torch.compile's `options=`), over the environment's.
+_NO_OVERRIDES: Mapping[str, Any] = MappingProxyType({})
+_overrides: ContextVar[Mapping[str, Any]] = ContextVar("mlirc_overrides", default=_NO_OVERRIDES)
+
+
+class _SettingValue:
+    """A Config attribute: the compile's override where one is in force, else the
+    process-wide value (the environment's, or what Python assigned)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        overrides = _overrides.get()
+        return overrides[self.name] if self.name in overrides else obj.__dict__[self.name]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+
 class Config:
-    strict: bool = field(default_factory=lambda: read_setting("strict"))
-    dump_dir: str | None = field(default_factory=lambda: read_setting("dump_dir"))
-    vectorize: bool = field(default_factory=lambda: read_setting("vectorize"))
-    library_gemm: bool = field(default_factory=lambda: read_setting("library_gemm"))
-    vector_bytes: int = field(default_factory=lambda: read_setting("vector_bytes"))
-    gpu_gemm: str = field(default_factory=lambda: read_setting("gpu_gemm"))
-    gpu_gemm_tile: tuple[int, ...] | None = field(default_factory=lambda: read_setting("gpu_gemm_tile"))
-    cpu_gemm: str = field(default_factory=lambda: read_setting("cpu_gemm"))
-    cpu_half: bool = field(default_factory=lambda: read_setting("cpu_half"))
-    parallel_min_kib: int = field(default_factory=lambda: read_setting("parallel_min_kib"))
-    merge_kib: int = field(default_factory=lambda: read_setting("merge_kib"))
-    merge_large: bool = field(default_factory=lambda: read_setting("merge_large"))
-    llvm_opt: int = field(default_factory=lambda: read_setting("llvm_opt"))
-    compile_workers: int = field(default_factory=lambda: read_setting("compile_workers"))
-    scratch_mb: int = field(default_factory=lambda: read_setting("scratch_mb"))
-    cache_dir: str | None = field(default_factory=lambda: read_setting("cache_dir"))
-    profile: bool = field(default_factory=lambda: read_setting("profile"))
-    freeze: bool = field(default_factory=lambda: read_setting("freeze"))
-    dynamic_sizes: int = field(default_factory=lambda: read_setting("dynamic_sizes"))
-    # CPU kernels of a symbolic graph compiled once, for every size (they take their
-    # sizes as arguments); off: each size compiles its own.
-    runtime_sizes: bool = field(default_factory=lambda: read_setting("runtime_sizes"))
+    """Every setting of SETTINGS as an attribute (`config.vector_bytes`), read from
+    the environment when made; assignable from Python, for the whole process."""
+
+    def __init__(self, environ: dict[str, str] | os._Environ = os.environ) -> None:
+        for name in SETTINGS:
+            setattr(self, name, read_setting(name, environ))
+
+    def __repr__(self) -> str:
+        return f"Config({', '.join(f'{name}={getattr(self, name)!r}' for name in SETTINGS)})"
+
+    @staticmethod
+    @contextmanager
+    def overriding(settings: dict[str, Any]) -> Iterator[None]:
+        """`settings` (from parse_options) in force for this thread's compiles inside."""
+        token = _overrides.set(MappingProxyType({**_overrides.get(), **settings}))
+        try:
+            yield
+        finally:
+            _overrides.reset(token)
+
+
+for _name in SETTINGS:
+    setattr(Config, _name, _SettingValue(_name))
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if value is None:
+        return ""
+    if isinstance(value, (tuple, list)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def parse_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    """torch.compile's `options=` as settings: the names of SETTINGS (`vector_bytes`,
+    or the variable's own name, `MLIRC_VECTOR_BYTES`), values as Python values or as
+    the variable's text; an unknown name or a value the setting does not allow is a
+    ConfigError naming it."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ConfigError(f"mlirc: torch.compile options must be a dict, not {type(options).__name__}")
+    by_variable = {s.env: name for name, s in SETTINGS.items()}
+    settings: dict[str, Any] = {}
+    for key, value in options.items():
+        name = by_variable.get(key, key)
+        if name not in SETTINGS:
+            raise ConfigError(f"mlirc: unknown torch.compile option {key!r}; mlirc takes {', '.join(SETTINGS)}")
+        setting = SETTINGS[name]
+        invalid = isinstance(value, bool) and setting.parse is not _flag  # True is no integer here
+        try:
+            if not invalid:
+                settings[name] = setting.parse(_option_text(value))
+        except ValueError:
+            invalid = True
+        if invalid:
+            raise ConfigError(f"mlirc: option {key}={value!r} is not valid; it takes {setting.allowed}")
+    return settings
 
 
 _warn_unknown(os.environ)

@@ -34,7 +34,7 @@ class PipelineError(MlircError):
 
 class StaticSizesNeeded(PipelineError):
     """A pass met a symbolic (`?`) size it must know to decide, on an op that cannot
-    wait for the binding (passes/ir_utils.py defer): the caller binds the sizes
+    wait for the binding (passes/base/ir_utils.py defer): the caller binds the sizes
     before that pass instead."""
 
 

@@ -21,7 +21,14 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from mlirc.config import config
+
 log = logging.getLogger(__name__)
+
+
+def cache_dir() -> Path:
+    """MLIRC_CACHE_DIR, or the user's cache folder's mlirc/."""
+    return Path(config.cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "mlirc"))
 
 
 def _warn(path: Path, why: str) -> None:

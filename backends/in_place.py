@@ -1,6 +1,6 @@
 """Which arguments a kernel may write its results over (Inductor's in-place buffers).
 
-The host wrapper (backends/host_wrapper.py) writes a result over an operand that
+The host wrapper (backends/memory_plan.py) writes a result over an operand that
 dies at the call, or over the argument whose new value it is (an optimizer's
 parameter): only where every element of the argument is read before it is written,
 and by nothing else.  That holds for a kernel that is one elementwise linalg.generic
@@ -21,8 +21,8 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects.attributes import GROUP_ATTR
-from mlirc.passes.ir_utils import callee, functions
-from mlirc.passes.linalg_utils import RESHAPES, all_parallel, dps_inputs, indexing_maps, through_reshapes
+from mlirc.passes.base.ir_utils import callee, functions
+from mlirc.passes.base.linalg_utils import RESHAPES, all_parallel, dps_inputs, indexing_maps, through_reshapes
 
 _ALLOWED = frozenset(
     {"arith.constant", "tensor.expand_shape", "tensor.collapse_shape", "tensor.empty", "linalg.fill", "linalg.generic",

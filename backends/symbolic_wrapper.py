@@ -1,8 +1,8 @@
 """The host wrapper for every size of a symbolic graph: one wrapper, no compile per
 size (the CPU's and the GPU's share this part).
 
-The kernels compiled for every size (passes/cpu_size_args.py on the CPU,
-passes/gpu_lower_to_tt.py on the GPU) take their sizes as arguments; this wrapper
+The kernels compiled for every size (passes/cpu/size_args.py on the CPU,
+passes/gpu/lower_to_tt.py on the GPU) take their sizes as arguments; this wrapper
 runs the symbolic module's entry as it is, unbound.  Each `?` size is a SymInt of
 Dynamo's shape environment (backends/symbolic_sizes.py), printed as a Python
 expression of the graph's symbols, which the wrapper's first lines read from its
@@ -10,9 +10,9 @@ arguments (`s0 = arg4.shape[0]`): allocations, views, the kernels' size argument
 and (GPU) grids are then evaluated once per call, as Inductor's wrapper evaluates
 its size expressions.
 
-It is planned as the bound wrappers are (backends/host_wrapper.py: views worked out
-on meta tensors, buffers reused where a released one is provably the same size), with
-three differences: it keeps no scratch between calls (a buffer's size changes from
+It is planned as the bound wrappers are (backends/host_wrapper.py and
+backends/memory_plan.py: views worked out on meta tensors, buffers reused where a
+released one is provably the same size), with three differences: it keeps no scratch between calls (a buffer's size changes from
 call to call), its GEMMs are torch's own (the bound wrapper of a hot size times and
 packs them), and its size assertions (a pass's assumption, such as
 mlirc-split-reductions' short sums) are also a separate `fits` function the caller
@@ -33,7 +33,8 @@ import torch
 from mlir import ir
 from torch.utils._sympy.printers import PythonPrinter
 
-from mlirc.backends.host_wrapper import WrapperBuilder, _dtype
+from mlirc.backends.host_wrapper import WrapperBuilder
+from mlirc.backends.memory_plan import _dtype
 from mlirc.backends.symbolic_sizes import INDEX_OPS, SymbolicSizes
 from mlirc.errors import SizeAssumptionFailed, UnsupportedOpError
 

@@ -25,14 +25,20 @@ TF32, IEEE = 0, 2  # tt.InputPrecision: how tt.dot multiplies f32 inputs
 def unknown_ops(op: ir.Operation) -> list[ir.Operation]:
     """Unregistered ops outside the `tt` dialect: misspelt or foreign ops that a
     context allowing unregistered dialects would otherwise accept silently."""
-    from mlirc.passes.ir_utils import nested_ops
-
     context = op.context
-    return [
-        inner
-        for inner in nested_ops(op)
-        if not inner.name.startswith(DIALECT + ".") and not context.is_registered_operation(inner.name)
-    ]
+    found = []
+
+    def walk(parent: ir.Operation) -> None:
+        for region in parent.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = inner.operation
+                    if not inner.name.startswith(DIALECT + ".") and not context.is_registered_operation(inner.name):
+                        found.append(inner)
+                    walk(inner)
+
+    walk(op)
+    return found
 
 
 def i32(value: int) -> ir.IntegerAttr:

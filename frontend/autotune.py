@@ -19,9 +19,8 @@ import torch
 import torch.fx as fx
 
 from mlirc.backends import disk_cache
-from mlirc.backends.gpu.compiler import cache_dir
 from mlirc.frontend.lowerings.api import node_meta
-from mlirc.passes.gpu_matmul import GpuMatmulOptions
+from mlirc.passes.gpu.matmul import GpuMatmulOptions
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +79,7 @@ def autotune_region(gm: fx.GraphModule, device: torch.device, compile_variant: C
 def _autotune(gm: fx.GraphModule, device: torch.device, compile_variant: Callable) -> object:
     inputs = example_inputs(gm, device)
     key = cache_key(gm, inputs, device)
-    path = cache_dir() / "autotune" / f"{key}.json"
+    path = disk_cache.cache_dir() / "autotune" / f"{key}.json"
     names = [name for name, _ in VARIANTS]
     cached = disk_cache.read_json(path, key)
     chosen = cached.get("variant") if isinstance(cached, dict) else None

@@ -18,7 +18,8 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-from mlirc.config import config
+from mlirc.backends import backend_for
+from mlirc.config import config, parse_options
 from mlirc.errors import MlircError, UnsupportedOpError
 from mlirc.frontend import dynamic, partitioner, training_layouts
 from mlirc.frontend.compile import SymbolicRegion, compile_region
@@ -167,8 +168,6 @@ def compile_fx_graph(
         fn = training_layouts.checks_weight_versions(fn, example_inputs)
     device = _device_of(example_inputs)
     if mode in CUDA_GRAPH_MODES and device.type == "cuda":
-        from mlirc.backends.gpu.cudagraphs import CudaGraphed
-
         # Dynamo's static inputs index the forward's (or inference graph's) arguments;
         # a backward reads its parameters in place as nn.Parameters, and the forward's
         # saved activations where its graph left them (backends/gpu/cudagraphs.py).
@@ -177,7 +176,7 @@ def compile_fx_graph(
             i for i in (_static_inputs() if forward else []) if i < len(example_inputs)
             and isinstance(example_inputs[i], torch.Tensor) and example_inputs[i].device == device
         ]  # fmt: skip
-        fn = CudaGraphed(fn, static, written)
+        fn = backend_for(device.type).graph_replayed(fn, static, written)
     fn = _cpu_scalars_to(device, fn, example_inputs)  # outside the graph: a copy from the host
     if written:
         fn = WritesInputs(fn, written)
@@ -432,25 +431,57 @@ def _taking_argument_list(split: fx.GraphModule) -> Callable[[list], Any]:
 def mlirc_backend(
     gm: fx.GraphModule, example_inputs: Sequence[Any], mode: str | None = None, options: dict | None = None
 ) -> Callable:
-    """The Dynamo backend entry point; `mode` is torch.compile's (see MODES)."""
+    """The Dynamo backend entry point; `mode` is torch.compile's (see MODES),
+    `options` mlirc's settings for this compile (config.parse_options), over the
+    environment's, for everything compiled from this graph: its backward, and each
+    size or region compiled when it is first called."""
     mode = mode or "default"
     if mode not in MODES:
         raise MlircError(f"mlirc: unknown torch.compile mode {mode!r}; expected one of {sorted(MODES)}")
-    if options:
-        raise MlircError(f"mlirc: torch.compile options are not supported: {sorted(options)}")
+    settings = parse_options(options)
+    with config.overriding(settings):
+        return _compile_dynamo_graph(gm, example_inputs, mode, settings)
+
+
+def _under_settings(compiler: Callable, settings: dict[str, Any]) -> Callable:
+    """An AOTAutograd compiler that compiles, and runs (a call may compile a new
+    size), with `settings` in force."""
+    if not settings:
+        return compiler
+
+    def compile_under(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        with config.overriding(settings):
+            boxed = compiler(gm, example_inputs)
+
+        def call(args: list) -> Any:
+            with config.overriding(settings):
+                return boxed(args)
+
+        call._boxed_call = True  # type: ignore[attr-defined]
+        return call
+
+    return compile_under
+
+
+def _compile_dynamo_graph(
+    gm: fx.GraphModule, example_inputs: Sequence[Any], mode: str, settings: dict[str, Any]
+) -> Callable:
     output = next(n for n in gm.graph.nodes if n.op == "output")
     results = output.args[0] if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
     user_outputs = [n.meta.get("example_value") if isinstance(n, fx.Node) else None for n in results]
     try:
         return aot_autograd(
-            fw_compiler=functools.partial(
-                compile_fx_graph,
-                mode=mode,
-                user_outputs=user_outputs,
-                inference=not torch.is_grad_enabled(),
-                forward=True,
+            fw_compiler=_under_settings(
+                functools.partial(
+                    compile_fx_graph,
+                    mode=mode,
+                    user_outputs=user_outputs,
+                    inference=not torch.is_grad_enabled(),
+                    forward=True,
+                ),
+                settings,
             ),
-            bw_compiler=functools.partial(compile_fx_graph, mode=mode),
+            bw_compiler=_under_settings(functools.partial(compile_fx_graph, mode=mode), settings),
             decompositions=decomposition_table(),
             # Training: the forward saves what the backward cannot recompute cheaply;
             # pointwise chains between saved values are recomputed in the backward,

@@ -11,6 +11,7 @@ import itertools
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,10 +19,7 @@ import torch
 import torch.fx as fx
 from mlir import ir
 
-from mlirc.backends import cpu as cpu_backend
-from mlirc.backends import gpu as gpu_backend
-from mlirc.backends.cpu import codegen, jit_pool
-from mlirc.backends.cpu.runtime import build_wrapper
+from mlirc.backends import backend_for
 from mlirc.config import config
 from mlirc.dialects import layouts, make_context, shapes
 from mlirc.dialects.attributes import PREPARE_ATTR, RESULT_EAGER_ATTR, RESULT_LAYOUTS_ATTR
@@ -33,14 +31,14 @@ from mlirc.frontend.lowerings.api import node_meta
 from mlirc.frontend.native_memory import release_freed_memory
 from mlirc.frontend.stats import stats
 from mlirc.passes import bind_sizes
-from mlirc.passes.cpu_merge_small_kernels import CpuMergeSmallKernelsOptions
-from mlirc.passes.cpu_parallelize import CpuParallelizeOptions
-from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
-from mlirc.passes.gpu_matmul import GpuMatmulOptions
-from mlirc.passes.ir_utils import has_deferred
+from mlirc.passes.base.ir_utils import has_deferred
+from mlirc.passes.base.registry import format_element, run_passes
+from mlirc.passes.cpu.merge_small_kernels import CpuMergeSmallKernelsOptions
+from mlirc.passes.cpu.parallelize import CpuParallelizeOptions
+from mlirc.passes.cpu.vectorize import CpuVectorizeOptions
+from mlirc.passes.gpu.matmul import GpuMatmulOptions
 from mlirc.passes.outline_library_calls import OutlineLibraryCallsOptions
 from mlirc.passes.pipelines import AFTER_BINDING, SYMBOLIC_STAGES, configured
-from mlirc.passes.registry import format_element, run_passes
 from mlirc.passes.split_reductions import SplitReductionsOptions
 
 log = logging.getLogger(__name__)
@@ -67,18 +65,28 @@ def _dump(name: str, stage: str, text: str, ext: str = "mlir") -> str | None:
 PassOptions = dict[str, object]  # pass name -> its options dataclass
 
 
-def pass_options() -> PassOptions:
-    """The passes' options from the config (MLIRC_* settings), read once per compile:
-    passes themselves never read the config."""
-    return {
-        "mlirc-outline-library-calls": OutlineLibraryCallsOptions(library_gemm=config.library_gemm),
-        "mlirc-cpu-vectorize": CpuVectorizeOptions(vector_bytes=config.vector_bytes, vectorize=config.vectorize),
-        "mlirc-cpu-parallelize": CpuParallelizeOptions(parallel_min_kib=config.parallel_min_kib),
-        "mlirc-cpu-merge-small-kernels": CpuMergeSmallKernelsOptions(
-            max_kib=config.merge_kib, large=bool(config.merge_large)
+def pass_options(device_type: str = "cpu") -> PassOptions:
+    """The passes' options for a compile on `device_type`: the backend's policy
+    (PASS_OPTIONS) with the config's settings (MLIRC_*) on top, read once per
+    compile: passes themselves never read the config or ask for the target."""
+    backend = backend_for(device_type)
+    settings: dict[str, tuple[type, dict[str, object]]] = {
+        "mlirc-outline-library-calls": (OutlineLibraryCallsOptions, {"library_gemm": config.library_gemm}),
+        "mlirc-cpu-vectorize": (
+            CpuVectorizeOptions,
+            {"vector_bytes": config.vector_bytes, "vectorize": config.vectorize},
         ),
-        "mlirc-gpu-matmul": GpuMatmulOptions(mode=config.gpu_gemm, tile=config.gpu_gemm_tile),
+        "mlirc-cpu-parallelize": (CpuParallelizeOptions, {"parallel_min_kib": config.parallel_min_kib}),
+        "mlirc-cpu-merge-small-kernels": (
+            CpuMergeSmallKernelsOptions,
+            {"max_kib": config.merge_kib, "large": bool(config.merge_large)},
+        ),
+        "mlirc-gpu-matmul": (GpuMatmulOptions, {"mode": config.gpu_gemm, "tile": config.gpu_gemm_tile}),
     }
+    options: PassOptions = dict(backend.pass_options)
+    for name, (kind, values) in settings.items():
+        options[name] = dataclasses.replace(options.get(name) or kind(), **values)  # type: ignore[type-var]
+    return options
 
 
 def _repro(stage_input: str, name: str, pipeline: str) -> str:
@@ -122,13 +130,37 @@ def _run_stage(
     result is printed only to be dumped: the last stage's, which no later stage
     starts from (the CPU kernels in the LLVM dialect: 0.13 s to print for resnet)."""
     pipeline = configured(stage, options)
+    start = time.perf_counter()
     try:
         run_passes(module, [pipeline], stage=f"mlirc-stage-{stage}")
     except PipelineError as err:  # any kind (a stage's caller only asks whether it failed) gets the repro
         raise PipelineError(err.pass_name, str(err).split(": ", 1)[-1], _repro(before, name, pipeline)) from err
+    log.info("%s: stage %s in %.1f ms (%s)", name, stage, 1e3 * (time.perf_counter() - start), pipeline)
     if keep_text or config.dump_dir:
         stage_ir[stage] = str(module)
         _dump(name, stage, stage_ir[stage])
+    _trace(name, stage, lambda: stage_ir.get(stage) or str(module))
+
+
+def _trace(name: str, stage: str, text: Callable[[], str]) -> None:
+    """A stage's IR as a tlparse artifact (TORCH_TRACE); `text` runs only when traced."""
+    torch._logging.trace_structured(
+        "artifact",
+        metadata_fn=lambda: {"name": f"mlirc_{name}_{stage}", "encoding": "string"},
+        payload_fn=text,
+    )
+
+
+class _Driver:
+    """The compile driver's services to the backends (backends/base.py Driver)."""
+
+    run_stage = staticmethod(_run_stage)
+    step = staticmethod(_step)
+    saved = staticmethod(_saved)
+    dump = staticmethod(_dump)
+
+
+DRIVER = _Driver()
 
 
 def _with_none_outputs(call: Callable, is_none: list[bool]) -> Callable:
@@ -164,7 +196,7 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autot
     """`autotune` (mode="max-autotune"): on a GPU, time the GEMM variants and keep
     the fastest (mlirc.frontend.autotune)."""
     device = device or torch.device("cpu")
-    options = pass_options()
+    options = pass_options(device.type)
     try:
         if autotune and device.type == "cuda":
             from mlirc.frontend import autotune as tuner
@@ -179,15 +211,20 @@ def compile_region(gm: fx.GraphModule, device: torch.device | None = None, autot
 
 
 def _import(gm: fx.GraphModule, device: torch.device, name: str) -> tuple[ir.Module, dict[str, str]]:
-    if device.type == "cpu":
-        jit_pool.start_workers()  # they start up while the graph goes through the stages
+    backend_for(device.type).prepare()
+    start = time.perf_counter()
     module = _step(
         "mlirc-import",
         lambda: FxImporter(make_context()).import_graph(gm, target=device.type),
         lambda: f"the FX graph is in {_saved(gm.print_readable(print_output=False), name, 'fx-graph', 'py')}",
     )
     stage_ir = {"mlirc": str(module)}
+    nodes = len(gm.graph.nodes)
+    log.info(
+        "%s: %d FX nodes imported for %s in %.1f ms", name, nodes, device.type, 1e3 * (time.perf_counter() - start)
+    )
     _dump(name, "mlirc", stage_ir["mlirc"])
+    _trace(name, "mlirc", lambda: stage_ir["mlirc"])
     return module, stage_ir
 
 
@@ -211,7 +248,7 @@ def _finish(
     call (made by `build`, the backend's where None)."""
     outputs = _outputs(gm)
     result_dtypes = [node_meta(n).dtype for n in outputs if n is not None]
-    backend = BACKENDS.get(device.type, BACKENDS["cpu"])
+    backend = backend_for(device.type)
     stages = backend.stages[backend.stages.index(done) + 1 :] if done in backend.stages else backend.stages
     with module.context:
         before = stage_ir[done]
@@ -219,8 +256,19 @@ def _finish(
             _run_stage(module, stage, name, stage_ir, options, before)
             before = stage_ir[stage]
         build = build or backend.build
-        call, source, kernel_count = build(module, name, stage_ir, result_dtypes, device, options)
+        start = time.perf_counter()
+        call, source, kernel_count = build(module, name, stage_ir, result_dtypes, device, options, DRIVER)
+    if any(PREPARE_ATTR in op.attributes for op in module.body.operations):
+        stats().prepared_regions += 1
+    log.info(
+        "%s: %d kernels built for %s in %.1f ms (the kernel stage, code generation, the host wrapper)",
+        name,
+        kernel_count,
+        device.type,
+        1e3 * (time.perf_counter() - start),
+    )
     _dump(name, "wrapper", source, ext="py")
+    _trace(name, "wrapper", lambda: source)
     return CompiledRegion(_completed(gm, call, outputs), source, kernel_count, stage_ir)
 
 
@@ -239,96 +287,6 @@ def _completed(gm: fx.GraphModule, call: Callable, outputs: list) -> Callable:
     return call
 
 
-def _build_cpu(
-    module: ir.Module,
-    name: str,
-    stage_ir: dict[str, str],
-    result_dtypes: list,
-    device: torch.device,
-    options: PassOptions,
-) -> tuple[Callable, str, int]:
-    """The kernels compiled (_compile_cpu_kernels), then the host wrapper."""
-    return _wrap_cpu(module, name, _compile_cpu_kernels(module, name, stage_ir, options), result_dtypes, device)
-
-
-def _compile_cpu_kernels(
-    module: ir.Module, name: str, stage_ir: dict[str, str], options: PassOptions
-) -> codegen.CompiledKernels:
-    """The kernel stage on a copy (the host wrapper reads the entry from `module`),
-    then LLVM IR (dumped), then machine code."""
-    kernels = module.operation.clone()  # a ModuleOp: what the kernel stage and codegen use of a module
-    before = stage_ir[cpu_backend.STAGES[-1]]  # the module's text after its last stage
-    _run_stage(kernels, cpu_backend.KERNEL_STAGE, name, stage_ir, options, before, keep_text=False)
-    signatures = codegen.kernel_signatures(module)
-
-    def check() -> None:
-        codegen.check_converted(kernels)
-        codegen.check_signatures(kernels, signatures)
-
-    _step(
-        "mlirc-emit-llvm", check, lambda: f"reproduce with: mlirc-opt {_saved(str(kernels), name, 'cpu')} --emit-llvm"
-    )
-    if config.dump_dir:
-        _dump(name, "llvm", codegen.emit_llvm(kernels), ext="ll")
-    return _step(
-        "llvmlite",
-        lambda: codegen.compile_kernels(kernels, signatures),
-        lambda: f"the LLVM IR is in {_saved(codegen.emit_llvm(kernels), name, 'llvm', 'll')}",
-    )
-
-
-def _wrap_cpu(
-    module: ir.Module, name: str, compiled: codegen.CompiledKernels, result_dtypes: list, device: torch.device
-) -> tuple[Callable, str, int]:
-    call, source = _step(
-        "mlirc-host-wrapper",
-        lambda: build_wrapper(module, compiled, result_dtypes, device)[:2],
-        lambda: f"the wrapper is built from {_saved(str(module), name, 'cpu-fusion')}",
-    )
-    if any(PREPARE_ATTR in op.attributes for op in module.body.operations):
-        stats().prepared_regions += 1
-    return call, source, len(compiled.functions)
-
-
-def _build_gpu(
-    module: ir.Module,
-    name: str,
-    stage_ir: dict[str, str],
-    result_dtypes: list,
-    device: torch.device,
-    options: PassOptions,
-) -> tuple[Callable, str, int]:
-    """The kernels compiled (_compile_gpu_kernels), then the host wrapper."""
-    return _wrap_gpu(module, name, _compile_gpu_kernels(module, name, stage_ir, options), result_dtypes, device)
-
-
-def _compile_gpu_kernels(module: ir.Module, name: str, stage_ir: dict[str, str], options: PassOptions) -> object:
-    """The gpu stage on a copy (the host wrapper reads the entry from `module`), then
-    triton.compile on each kernel's TTIR (its nested modules): a GpuKernels."""
-    from mlirc.backends.gpu import compiler, runtime
-
-    kernels = module.operation.clone()
-    _run_stage(kernels, gpu_backend.KERNEL_STAGE, name, stage_ir, options, stage_ir[gpu_backend.STAGES[-1]])
-    gpu_ir = lambda: f"the gpu-stage IR is in {_saved(stage_ir['gpu'], name, 'gpu')}"  # noqa: E731
-    launchers = _step("triton.compile", lambda: compiler.compile_module(kernels), gpu_ir)
-    return runtime.GpuKernels(launchers, kernels)
-
-
-def _wrap_gpu(
-    module: ir.Module, name: str, compiled: object, result_dtypes: list, device: torch.device
-) -> tuple[Callable, str, int]:
-    from mlirc.backends.gpu import runtime
-
-    call, source = _step(
-        "mlirc-host-wrapper",
-        lambda: runtime.build_wrapper(module, compiled, result_dtypes, device)[:2],  # type: ignore[arg-type]
-        lambda: f"the wrapper is built from {_saved(str(module), name, 'gpu-fusion')}",
-    )
-    if any(PREPARE_ATTR in op.attributes for op in module.body.operations):
-        stats().prepared_regions += 1
-    return call, source, len(compiled.launchers)  # type: ignore[attr-defined]
-
-
 def _check_bound_results(entry: ir.Operation, eager: list) -> None:
     """The bound results have eager's shapes (in their buffers' layouts), or the
     binding is refused: a wrong rule for a `?` dim never reaches a kernel."""
@@ -345,12 +303,12 @@ def _check_bound_results(entry: ir.Operation, eager: list) -> None:
 @dataclass(frozen=True)
 class _SharedKernels:
     """A symbolic graph's kernels compiled once, for every size (they take their
-    sizes as arguments: passes/cpu_size_args.py, passes/gpu_lower_to_tt.py): the
+    sizes as arguments: passes/cpu/size_args.py, passes/gpu/lower_to_tt.py): the
     module after row fusion, which each size binds for its host wrapper, and the
-    compiled kernels (codegen.CompiledKernels; on a GPU, runtime.GpuKernels)."""
+    compiled kernels (the backend's Backend.compile_kernels)."""
 
     fused: str
-    compiled: codegen.CompiledKernels | object
+    compiled: object
     kernel_count: int
 
 
@@ -375,8 +333,8 @@ class SymbolicRegion:
     graph per size from its FX graph instead.
 
     The linalg stage runs once, on `?` dims: what its passes must know a size to
-    decide (a convolution's padded input) waits as a deferred mlirc op (passes/
-    ir_utils.py defer), and the stage runs again after the binding.  Where an op
+    decide (a convolution's padded input) waits as a deferred mlirc op
+    (passes/base/ir_utils.py defer), and the stage runs again after the binding.  Where an op
     cannot wait (StaticSizesNeeded: one on booleans) or the stage fails on a `?` dim,
     the sizes are bound right after import.  Where nothing waited, the stages up to
     kernel formation run on `?` dims too (SYMBOLIC_STAGES: fusion and outlining
@@ -391,12 +349,15 @@ class SymbolicRegion:
 
     def __init__(self, gm: fx.GraphModule, device: torch.device, options: PassOptions | None = None) -> None:
         self.gm, self.device = gm, device
-        self.options = pass_options() if options is None else options
+        self.options = pass_options(device.type) if options is None else options
         self.name = f"region{next(_region_numbers)}"
         module, stage_ir = _import(gm, device, self.name)
         self.context = module.context
         self.slots = bind_sizes.symbolic_slots(bind_sizes.entry_function(module.operation))
-        assuming = self.options | {"mlirc-split-reductions": SplitReductionsOptions(assume_short_sums=True)}
+        short = dataclasses.replace(
+            self.options.get("mlirc-split-reductions") or SplitReductionsOptions(), assume_short_sums=True
+        )
+        assuming = self.options | {"mlirc-split-reductions": short}
         self.lowered = self._lower(module, stage_ir, assuming, self.name)
         self._assuming_nothing: _Lowered | None = None
         self._every: tuple[Callable, Callable[..., bool]] | None | bool = None  # False: none
@@ -406,7 +367,7 @@ class SymbolicRegion:
     def _lower(self, module: ir.Module, stage_ir: dict[str, str], options: PassOptions, name: str) -> _Lowered:
         bound_after = "mlirc"
         with module.context:
-            for stage in BACKENDS.get(self.device.type, BACKENDS["cpu"]).stages:
+            for stage in backend_for(self.device.type).stages:
                 if stage not in SYMBOLIC_STAGES or (stage != "linalg" and has_deferred(module.operation)):
                     break  # what waits for its sizes is lowered after the binding, then fuses
                 try:
@@ -523,22 +484,23 @@ class SymbolicRegion:
         """The kernels of a graph whose kernels were formed on `?` dims, compiled
         once for every size (tried once per lowering; None where they could not be:
         then each size compiles its own, as before)."""
-        if self.device.type not in SHARED_KERNELS or not config.runtime_sizes or lowered.bound_after != "kernels":
+        backend = backend_for(self.device.type)
+        if backend.device_type != self.device.type or not config.runtime_sizes or lowered.bound_after != "kernels":
             return None
         if not lowered.shared_tried:
             lowered.shared_tried = True
             name = f"{self.name}-sizes"
-            fusion, compile_kernels = SHARED_KERNELS[self.device.type]
+            fusion = backend.fusion_stage
             module = ir.Module.parse(lowered.stage_ir["kernels"], self.context)
             stage_ir = {"kernels": lowered.stage_ir["kernels"]}
             try:
                 with module.context:
                     _run_stage(module, fusion, name, stage_ir, self.options, stage_ir["kernels"])
-                    compiled = compile_kernels(module, name, stage_ir, self.options)
+                    compiled = backend.compile_kernels(module, name, stage_ir, self.options, DRIVER)
             except MlircError as err:
                 log.debug("%s: kernels for every size failed, compiled per size: %s", self.name, err)
                 return None
-            lowered.shared = _SharedKernels(stage_ir[fusion], compiled, len(compiled.functions))
+            lowered.shared = _SharedKernels(stage_ir[fusion], compiled, backend.kernel_count(compiled))
             stats().symbolic_shared += 1
         return lowered.shared
 
@@ -549,31 +511,15 @@ class SymbolicRegion:
         wrapper, which calls the shared kernels with this size's sizes."""
         module = ir.Module.parse(shared.fused, self.context)
         self._bind(module, bind_sizes.BindSizesOptions(sizes, keep_kernel_arguments=True), [], eager)
-        fusion = SHARED_KERNELS[self.device.type][0]
+        backend = backend_for(self.device.type)
+        fusion = backend.fusion_stage
         stage_ir = {fusion: str(module)}
         _dump(name, "bound", stage_ir[fusion])
-        wrap_kernels = _wrap_gpu if self.device.type == "cuda" else _wrap_cpu
 
-        def wrap(module: ir.Module, name: str, _ir: dict, result_dtypes: list, device: torch.device, _options: dict):
-            return wrap_kernels(module, name, shared.compiled, result_dtypes, device)  # type: ignore[arg-type]
+        def wrap(
+            module: ir.Module, name: str, _ir: dict, result_dtypes: list, device: torch.device, _options: dict, driver
+        ) -> tuple[Callable, str, int]:
+            call, source = backend.wrap(module, name, shared.compiled, result_dtypes, device, driver)
+            return call, source, shared.kernel_count
 
         return _finish(self.gm, module, self.device, self.options, name, stage_ir, fusion, wrap)
-
-
-@dataclass(frozen=True)
-class Backend:
-    """What a device's compile runs: `stages` on the graph's module, each dumped
-    (MLIRC_DUMP_DIR) and re-enterable with mlirc-opt, then `build`, which makes the
-    call (on the CPU it runs the kernel stage and dumps the LLVM IR)."""
-
-    stages: tuple[str, ...]
-    build: Callable[..., tuple[Callable, str, int]]
-
-
-BACKENDS = {"cpu": Backend(cpu_backend.STAGES, _build_cpu), "cuda": Backend(gpu_backend.STAGES, _build_gpu)}
-# Kernels compiled once for every size of a symbolic graph, per device: the fusion
-# stage whose module each size binds, and what compiles its kernels
-SHARED_KERNELS: dict[str, tuple[str, Callable]] = {
-    "cpu": ("cpu-fusion", _compile_cpu_kernels),
-    "cuda": ("gpu-fusion", _compile_gpu_kernels),
-}

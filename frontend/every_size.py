@@ -17,8 +17,7 @@ import torch
 import torch.fx as fx
 from mlir import ir
 
-from mlirc.backends.cpu import runtime as cpu_runtime
-from mlirc.backends.cpu import symbolic_wrapper as cpu_wrapper
+from mlirc.backends import backend_for
 from mlirc.backends.symbolic_sizes import SymbolicSizes
 from mlirc.backends.symbolic_wrapper import build_every_size_wrapper
 from mlirc.dialects import layouts
@@ -98,13 +97,7 @@ def build(
     with module.context, no_new_guards(values):
         sizes = SymbolicSizes(module, arguments)
         _check_results(module, sizes, eager)
-        if device.type == "cuda":  # Triton is imported only for CUDA graphs
-            from mlirc.backends.gpu import runtime as gpu_runtime
-            from mlirc.backends.gpu import symbolic_wrapper as gpu_wrapper
-
-            wrap, make_builder = gpu_runtime.build_wrapper, gpu_wrapper.SymbolicGpuWrapperBuilder
-        else:
-            wrap, make_builder = cpu_runtime.build_wrapper, cpu_wrapper.builder_for(compiled)  # type: ignore[arg-type]
+        wrap, make_builder = backend_for(device.type).every_size_wrappers(compiled)
         return build_every_size_wrapper(
             wrap,
             make_builder,

@@ -1,7 +1,7 @@
 """Hot sizes: a size called often gets its own static compile, kept where it is faster.
 
 A symbolic graph's kernels are compiled once for every size (they take their sizes
-as arguments: passes/cpu_size_args.py, passes/gpu_lower_to_tt.py), and one host wrapper serves every size
+as arguments: passes/cpu/size_args.py, passes/gpu/lower_to_tt.py), and one host wrapper serves every size
 (backends/symbolic_wrapper.py), so a new size costs no compile.  A size of its
 own can still be faster: a wrapper bound to it times its GEMMs, packs its weights and
 keeps its scratch; its own kernels have constant trip counts and exact tails, and row

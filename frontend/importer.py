@@ -70,7 +70,7 @@ class FxImporter:
     def import_graph(self, gm: fx.GraphModule, func_name: str = "main", target: str = "cpu") -> ir.Module:
         """`target` ("cpu" or "cuda"), kept as the module's `mlirc.target`, picks the
         device's semantics where eager's CPU and CUDA kernels differ (ties of signed
-        zeros in maximum, see passes/scalar_math.py)."""
+        zeros in maximum, see passes/base/scalar_math.py)."""
         with self.context, ir.Location.unknown():
             module = ir.Module.create()
             module.operation.attributes[TARGET_ATTR] = ir.StringAttr.get(target)

@@ -39,7 +39,7 @@ from torch._guards import TracingContext, detect_fake_mode
 from torch._prims_common import make_channels_last_2d_strides_for
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-from mlirc.backends.host_wrapper import with_strides
+from mlirc.backends.wrapper_scope import with_strides
 from mlirc.frontend.importer import EAGER_STRIDES
 
 log = logging.getLogger(__name__)

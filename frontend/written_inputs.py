@@ -9,7 +9,7 @@ parameters made 120 per step: on a GPU, whose training step is host-bound, ~0.3 
 
 `take_input_writes` turns those trailing copies into leading results whose role is
 "the new value of this argument"; the kernel making such a value writes it straight
-into the argument's buffer where it can (backends/host_wrapper.py, in_place), and
+into the argument's buffer where it can (backends/memory_plan.py, in_place), and
 `WritesInputs` copies only the values that were not (a non-contiguous argument, a
 CUDA graph's static buffer, a reduction's result, an eager fallback), all in one
 multi-tensor copy.

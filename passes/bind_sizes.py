@@ -17,7 +17,7 @@ mlirc-split-reductions' short sums) do not fold away as true.
 With `keep-kernel-arguments` every kernel keeps its arguments (an unread size
 source included) and each copy of a kernel names the kernel it was copied from
 (`mlirc.origin`): the bound module then describes calls of the symbolic module's
-own kernels, compiled once for every size (passes/cpu_size_args.py), and only its
+own kernels, compiled once for every size (passes/cpu/size_args.py), and only its
 entry is run -- by the host wrapper.
 """
 
@@ -43,8 +43,8 @@ from mlirc.dialects.attributes import (
     PREPARED_ATTR,
 )
 from mlirc.errors import PipelineError, SizeAssumptionFailed, UnsupportedOpError
-from mlirc.passes.ir_utils import erase_op
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import erase_op
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-bind-sizes"
 # Each round reaches one more level of calls (mlirc's nest at most two); deferred mlirc ops
@@ -225,7 +225,7 @@ def _retype_mlirc_ops(fn: func.FuncOp) -> bool:
     """The mlirc ops' `?` result dims as the static sizes their operands now give
     (dialects/dims.py), in order; a sized op's sizes, constants by now, leave it.
     After the linalg stage the mlirc ops left are those that waited for static sizes
-    (passes/ir_utils.py defer): they read static values through the casts that
+    (passes/base/ir_utils.py defer): they read static values through the casts that
     canonicalization left, and their other users see the old type through a cast.
     An op whose sizes are not known yet (a callee's, before its arguments are
     static) is left for a later round; what is still symbolic at the end is an error.

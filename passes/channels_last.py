@@ -30,17 +30,18 @@ linalg stage's IR, before fusion, for both targets (stages cpu-layout, gpu-layou
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects import shapes
 from mlirc.dialects.attributes import LIBRARY_ATTR
-from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import callee, entry_functions, functions, nested_ops, run_transform
-from mlirc.passes.linalg_utils import indexing_maps, set_indexing_maps
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import callee, entry_functions, functions, nested_ops, run_transform
+from mlirc.passes.base.linalg_utils import indexing_maps, set_indexing_maps
+from mlirc.passes.base.registry import register_pass
 from mlirc.passes.outline_library_calls import library_of
-from mlirc.passes.registry import register_pass
 from mlirc.passes.transpose_views import generic_perm
 
 TO_NHWC = (0, 2, 3, 1)  # torch.permute order: NCHW -> NHWC
@@ -128,11 +129,12 @@ def _nhwc_result(op: ir.Operation, result: ir.Value, users: list) -> ir.Value:
     return logical
 
 
-def _convertible(kernel: func.FuncOp | None, call: ir.Operation, on_gpu: bool) -> bool:
-    """A 4-D library convolution; on a GPU not in float64, which cuDNN never runs
-    channels-last (torch would copy the input back to NCHW and the result to NHWC)."""
+def _convertible(kernel: func.FuncOp | None, call: ir.Operation, float64: bool) -> bool:
+    """A 4-D library convolution; in float64 only where the backend says so (cuDNN
+    never runs one channels-last: torch would copy the input back to NCHW and the
+    result to NHWC)."""
     x = call.operands[0]
-    if on_gpu and isinstance(shapes.elem_of(x), ir.F64Type):
+    if not float64 and isinstance(shapes.elem_of(x), ir.F64Type):
         return False
     return library_of(kernel) == CONV_LIBRARY and len(shapes.shape_of(x)) == 4
 
@@ -246,10 +248,10 @@ def _nhwc_source(op: ir.Operation, nchw_views: dict) -> ir.Value | None:
     return op.operands[0] if generic_perm(op) == list(TO_NCHW) else None
 
 
-def _propagate(entry: func.FuncOp, kernels: dict[str, func.FuncOp], on_gpu: bool) -> None:
+def _propagate(entry: func.FuncOp, kernels: dict[str, func.FuncOp], float64: bool) -> None:
     nchw_views: dict = {}  # "back to NCHW" permute result -> the NHWC tensor it reads
     for op in [o.operation for o in entry.entry_block.operations]:
-        if op.name == "func.call" and _convertible(kernels.get(callee(op)), op, on_gpu):
+        if op.name == "func.call" and _convertible(kernels.get(callee(op)), op, float64):
             view = _convert_conv_call(op, kernels[callee(op)], nchw_views)
             nchw_views[view] = view.owner.operands[0]
         elif (source := _nhwc_source(op, nchw_views)) is not None:
@@ -272,11 +274,20 @@ def _generalize_pooling(module: ir.Operation) -> None:
     )
 
 
-@register_pass("mlirc-channels-last", "Keep CNN activations channels-last (NHWC) around library convolutions")
-def channels_last(module: ir.Operation) -> None:
+@dataclass(frozen=True)
+class ChannelsLastOptions:
+    # float64 convolutions channels-last too (the CPU's; the GPU backend's are not)
+    channels_last_float64: bool = True
+
+
+@register_pass(
+    "mlirc-channels-last",
+    "Keep CNN activations channels-last (NHWC) around library convolutions",
+    ChannelsLastOptions,
+)
+def channels_last(module: ir.Operation, options: ChannelsLastOptions) -> None:
     _generalize_pooling(module)
     body = module.regions[0].blocks[0]
     kernels = functions(body)
-    on_gpu = target_of(module) == "cuda"
     for entry in entry_functions(body):
-        _propagate(entry, kernels, on_gpu)
+        _propagate(entry, kernels, options.channels_last_float64)

@@ -27,10 +27,10 @@ import math
 from mlir import ir
 from mlir.dialects import arith
 
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import clone_body, erase_op, nested_ops
-from mlirc.passes.linalg_utils import all_parallel, dps_inputs, indexing_maps, loop_ranges
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import clone_body, erase_op, nested_ops
+from mlirc.passes.base.linalg_utils import all_parallel, dps_inputs, indexing_maps, loop_ranges
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-fold-broadcast-sums"
 SUMS = {"arith.addf": arith.mulf, "arith.addi": arith.muli}  # the combiner -> what repeats it

@@ -16,8 +16,8 @@ from __future__ import annotations
 from mlir import ir
 
 from mlirc.dialects import shapes
-from mlirc.passes.ir_utils import erase_op, nested_ops
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import erase_op, nested_ops
+from mlirc.passes.base.registry import register_pass
 
 
 def picked_elements(slice_op: ir.Operation) -> dict[int, int] | None:

@@ -8,16 +8,16 @@ On static shapes canonicalization folds the pair (the types say it is the
 identity) and the ops on either side fuse into one kernel.  On `?` dims the
 expand's output sizes are values, read off some other tensor of the same sizes:
 the pair stays and splits the kernel in two.  Here the pair folds where each
-output size is provably x's (passes/size_keys.py), and the caller fuses again.
+output size is provably x's (passes/base/size_keys.py), and the caller fuses again.
 """
 
 from __future__ import annotations
 
 from mlir import ir
 
-from mlirc.passes.ir_utils import defining_op, erase_op, nested_ops
-from mlirc.passes.registry import register_pass
-from mlirc.passes.size_keys import SizeKeys, same_size
+from mlirc.passes.base.ir_utils import defining_op, erase_op, nested_ops
+from mlirc.passes.base.registry import register_pass
+from mlirc.passes.base.size_keys import SizeKeys, same_size
 
 NAME = "mlirc-fold-symbolic-reshapes"
 

@@ -12,9 +12,9 @@ from mlir import ir
 from mlir.dialects import func, linalg
 
 from mlirc.dialects.attributes import IN_PLACE_ATTR, KERNEL_ATTR, SAVED_RESULTS_ATTR
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import entry_functions, erase_op, remap_operands
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import entry_functions, erase_op, remap_operands
+from mlirc.passes.base.registry import register_pass
 
 CLONEABLE = frozenset(
     {

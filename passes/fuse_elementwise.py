@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from mlir import ir, passmanager
 
+from mlirc.passes.base.ir_utils import nested_ops
+from mlirc.passes.base.registry import register_pass
 from mlirc.passes.fold_symbolic_reshapes import fold_reshape_pairs
-from mlirc.passes.ir_utils import nested_ops
-from mlirc.passes.registry import register_pass
 from mlirc.passes.resolve_call_dims import resolve_call_dims
 
 NAME = "mlirc-fuse-elementwise"

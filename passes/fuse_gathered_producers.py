@@ -23,10 +23,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, tensor
 
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import defining_op, erase_op, nested_ops
-from mlirc.passes.linalg_utils import RESHAPES, all_parallel, indexing_maps
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import defining_op, erase_op, nested_ops
+from mlirc.passes.base.linalg_utils import RESHAPES, all_parallel, indexing_maps
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-fuse-gathered-producers"
 MAX_INLINED_OPS = 16  # a producer's body ops: recomputed per read of a window

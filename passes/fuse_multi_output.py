@@ -27,10 +27,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import linalg
 
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import clone_body, entry_functions, erase_op
-from mlirc.passes.linalg_utils import all_parallel, dps_inputs, indexing_maps, written_map
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import clone_body, entry_functions, erase_op
+from mlirc.passes.base.linalg_utils import all_parallel, dps_inputs, indexing_maps, written_map
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-fuse-multi-output"
 RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")

@@ -1,5 +1,5 @@
 """mlirc-fuse-sibling-reductions: column sums over the same input become one
-multi-result generic, which reads that input once (CPU).
+multi-result generic, which reads that input once (CPU; the GPU backend turns it off).
 
 A batch norm's backward sums two things per channel over (N, H, W) -- the output
 gradient, and the gradient times the centred input -- and its training forward the
@@ -28,13 +28,14 @@ sums).  Nothing is recomputed, and what each body computes is unchanged.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import linalg
 
-from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes.ir_utils import clone_body, entry_functions, erase_op
-from mlirc.passes.linalg_utils import combines_accumulators, dps_inputs, indexing_maps, written_map
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import clone_body, entry_functions, erase_op
+from mlirc.passes.base.linalg_utils import combines_accumulators, dps_inputs, indexing_maps, written_map
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-fuse-sibling-reductions"
 # Ops that only make, shape or fill tensors: moved up to where the fused op goes.
@@ -221,9 +222,19 @@ def _fuse_siblings(block: ir.Block) -> None:
         start = [op.operation for op in block.operations].index(fused)
 
 
-@register_pass(NAME, "Fuse column sums that read the same input into one multi-result generic (CPU)")
-def fuse_sibling_reductions(module: ir.Operation) -> None:
-    if target_of(module) != "cpu":
+@dataclass(frozen=True)
+class FuseSiblingReductionsOptions:
+    # off on the GPU, whose row fusion groups such sums (mlirc-gpu-sibling-reductions)
+    fuse_sibling_sums: bool = True
+
+
+@register_pass(
+    NAME,
+    "Fuse column sums that read the same input into one multi-result generic (CPU)",
+    FuseSiblingReductionsOptions,
+)
+def fuse_sibling_reductions(module: ir.Operation, options: FuseSiblingReductionsOptions) -> None:
+    if not options.fuse_sibling_sums:
         return
     for entry in entry_functions(module.regions[0].blocks[0]):
         _fuse_siblings(entry.entry_block)

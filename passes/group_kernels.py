@@ -45,9 +45,9 @@ from mlirc.dialects.attributes import (
     ROWS_ATTR,
     TILE_ATTR,
 )
-from mlirc.passes.ir_utils import callee, entry_functions, erase_op, functions
-from mlirc.passes.linalg_utils import RESHAPES
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import callee, entry_functions, erase_op, functions
+from mlirc.passes.base.linalg_utils import RESHAPES
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-group-kernels"
 _BODY_OPS = frozenset(

@@ -37,8 +37,8 @@ from mlirc.dialects.attributes import (
     PREPARE_ATTR,
     PREPARED_ATTR,
 )
-from mlirc.passes.ir_utils import callee, erase_op, functions
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import callee, erase_op, functions
+from mlirc.passes.base.registry import register_pass
 
 VIEW_OPS = frozenset({"tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice"})
 HOISTABLE = VIEW_OPS | {"func.call"}

@@ -16,20 +16,21 @@ them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, func, tensor
 from mlir.dialects import math as math_d
 
 from mlirc.dialects import shapes
-from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS, target_of
-from mlirc.errors import MlircError, StaticSizesNeeded, UnsupportedOpError
-from mlirc.passes import linalg_emit as le
+from mlirc.dialects.mlirc_dialect import BINARY_OPS, UNARY_OPS
+from mlirc.errors import MlircError, PipelineError, StaticSizesNeeded, UnsupportedOpError
 from mlirc.passes import lower_to_linalg_structured  # noqa: F401  (registers reductions, matmul, conv, pool)
-from mlirc.passes.ir_utils import defer, erase_op, is_deferred, resume_deferred
-from mlirc.passes.linalg_emit import PATTERNS, MlircOp, pattern
-from mlirc.passes.registry import register_pass
-from mlirc.passes.scalar_math import const, convert_scalar, scalar_body
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import defer, erase_op, is_deferred, resume_deferred
+from mlirc.passes.base.linalg_emit import PATTERNS, MlircOp, pattern
+from mlirc.passes.base.registry import register_pass
+from mlirc.passes.base.scalar_math import const, convert_scalar, scalar_body
 
 NAME = "mlirc-lower-to-linalg"
 
@@ -302,10 +303,22 @@ def _empty_result(logical_type: ir.Type) -> ir.Value:
     return le.empty(t.shape, le.storage_elem(t.element_type))
 
 
-@register_pass(NAME, "Lower mlirc dialect ops to linalg/tensor/arith/math on tensors")
-def lower_to_linalg(module: ir.Operation) -> None:
+NUMERICS = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class LowerToLinalgOptions:
+    # whose eager kernels the scalar bodies follow where the devices' differ (ties of
+    # signed zeros in maximum/relu): the backend's device
+    numerics: str = "cpu"
+
+
+@register_pass(NAME, "Lower mlirc dialect ops to linalg/tensor/arith/math on tensors", LowerToLinalgOptions)
+def lower_to_linalg(module: ir.Operation, options: LowerToLinalgOptions) -> None:
+    if options.numerics not in NUMERICS:
+        raise PipelineError(NAME, f"option numerics={options.numerics!r} is not one of {', '.join(NUMERICS)}")
     resume_deferred(module, NAME)
-    target = target_of(module)
+    target = options.numerics
     for fn_op in module.regions[0].blocks[0].operations:
         if not isinstance(fn_op, func.FuncOp) or fn_op.is_external:
             continue

@@ -8,9 +8,9 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
 from mlirc.dialects import dims, shapes
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.linalg_emit import MlircOp, pattern
-from mlirc.passes.scalar_math import const
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.linalg_emit import MlircOp, pattern
+from mlirc.passes.base.scalar_math import const
 
 
 def _extreme(elem: ir.Type, largest: bool) -> float | int:

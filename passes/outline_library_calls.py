@@ -38,9 +38,8 @@ from mlir.dialects import func
 
 from mlirc.dialects import shapes
 from mlirc.dialects.attributes import ADDMM_BIAS_ATTR, KERNEL_ATTR, LIBRARY_ARGS_ATTR, LIBRARY_ATTR
-from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes.ir_utils import entry_functions, erase_op
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import entry_functions, erase_op
+from mlirc.passes.base.registry import register_pass
 
 LIBRARY_TYPES = (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)
 LIBRARY_OPS = {"mlirc.matmul": "mm", "mlirc.batch_matmul": "bmm", "mlirc.conv2d": "conv2d"}
@@ -140,6 +139,8 @@ def _outline(entry: func.FuncOp, op: ir.Operation, name: str, bias_add: ir.Opera
 @dataclass(frozen=True)
 class OutlineLibraryCallsOptions:
     library_gemm: bool = True  # off: GEMMs and convolutions are generated code
+    # an addmm's bias add joins the library call (the CPU's; a GPU's fuses into a kernel)
+    bias_in_gemm: bool = True
 
 
 NAME = "mlirc-outline-library-calls"
@@ -156,10 +157,9 @@ def outline_library_calls(module: ir.Operation, options: OutlineLibraryCallsOpti
     body = module.regions[0].blocks[0]
     taken = {op.sym_name.value for op in body.operations if isinstance(op, func.FuncOp)}
     names = (f"library_{k}" for k in itertools.count() if f"library_{k}" not in taken)
-    on_cpu = target_of(module) == "cpu"
     for entry in entry_functions(body):
         # Symbolic GEMMs too: the host wrapper calls the library at whatever sizes
         # the call has (a deferred one only waited for the binding to outline it).
         gemms = [o.operation for o in entry.entry_block.operations if _library_eligible(o.operation)]
         for op in gemms:
-            _outline(entry, op, next(names), _bias_add(op) if on_cpu else None)
+            _outline(entry, op, next(names), _bias_add(op) if options.bias_in_gemm else None)

@@ -14,54 +14,52 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# Importing a pass module registers it.
-from mlirc.passes import (  # noqa: F401
-    bind_sizes,
-    channels_last,
-    cpu_drop_host,
-    cpu_flatten_elementwise,
-    cpu_fuse_rows,
-    cpu_hoist_invariant_scalars,
-    cpu_isolate_frozen,
-    cpu_lower_scatters,
-    cpu_masked_reductions,
-    cpu_merge_small_kernels,
-    cpu_omp_dispatch,
-    cpu_parallelize,
-    cpu_reread_stored,
-    cpu_size_args,
-    cpu_skinny_matmul,
-    cpu_strided_copies,
-    cpu_vector_math,
-    cpu_vectorize,
-    cpu_widen_halves,
-    fold_broadcast_sums,
-    fold_slice_reads,
-    fold_symbolic_reshapes,
-    form_kernels,
-    fuse_elementwise,
-    fuse_gathered_producers,
-    fuse_multi_output,
-    fuse_sibling_reductions,
-    gpu_fuse_rows,
-    gpu_loop_order,
-    gpu_lower_to_tt,
-    gpu_matmul,
-    gpu_sibling_reductions,
-    group_kernels,
-    hoist_frozen,
-    lower_to_linalg,
-    outline_library_calls,
-    recompute_cheap_producers,
-    resolve_call_dims,
-    slice_broadcasts,
-    split_column_sums,
-    split_reductions,
-    split_sliced_generics,
-    split_transposes,
-    transpose_views,
-)
-from mlirc.passes.registry import PASSES, expand, format_element, parse_element, register_pipeline
+# Importing a pass module registers it: every pass, shared, CPU and GPU.
+import mlirc.passes.bind_sizes  # noqa: F401
+import mlirc.passes.channels_last  # noqa: F401
+import mlirc.passes.cpu.drop_host  # noqa: F401
+import mlirc.passes.cpu.flatten_elementwise  # noqa: F401
+import mlirc.passes.cpu.fuse_rows  # noqa: F401
+import mlirc.passes.cpu.hoist_invariant_scalars  # noqa: F401
+import mlirc.passes.cpu.isolate_frozen  # noqa: F401
+import mlirc.passes.cpu.lower_scatters  # noqa: F401
+import mlirc.passes.cpu.masked_reductions  # noqa: F401
+import mlirc.passes.cpu.merge_small_kernels  # noqa: F401
+import mlirc.passes.cpu.omp_dispatch  # noqa: F401
+import mlirc.passes.cpu.parallelize  # noqa: F401
+import mlirc.passes.cpu.reread_stored  # noqa: F401
+import mlirc.passes.cpu.size_args  # noqa: F401
+import mlirc.passes.cpu.skinny_matmul  # noqa: F401
+import mlirc.passes.cpu.strided_copies  # noqa: F401
+import mlirc.passes.cpu.vector_math  # noqa: F401
+import mlirc.passes.cpu.vectorize  # noqa: F401
+import mlirc.passes.cpu.widen_halves  # noqa: F401
+import mlirc.passes.fold_broadcast_sums  # noqa: F401
+import mlirc.passes.fold_slice_reads  # noqa: F401
+import mlirc.passes.fold_symbolic_reshapes  # noqa: F401
+import mlirc.passes.form_kernels  # noqa: F401
+import mlirc.passes.fuse_elementwise  # noqa: F401
+import mlirc.passes.fuse_gathered_producers  # noqa: F401
+import mlirc.passes.fuse_multi_output  # noqa: F401
+import mlirc.passes.fuse_sibling_reductions  # noqa: F401
+import mlirc.passes.gpu.fuse_rows  # noqa: F401
+import mlirc.passes.gpu.loop_order  # noqa: F401
+import mlirc.passes.gpu.lower_to_tt  # noqa: F401
+import mlirc.passes.gpu.matmul  # noqa: F401
+import mlirc.passes.gpu.sibling_reductions  # noqa: F401
+import mlirc.passes.group_kernels  # noqa: F401
+import mlirc.passes.hoist_frozen  # noqa: F401
+import mlirc.passes.lower_to_linalg  # noqa: F401
+import mlirc.passes.outline_library_calls  # noqa: F401
+import mlirc.passes.recompute_cheap_producers  # noqa: F401
+import mlirc.passes.resolve_call_dims  # noqa: F401
+import mlirc.passes.slice_broadcasts  # noqa: F401
+import mlirc.passes.split_column_sums  # noqa: F401
+import mlirc.passes.split_reductions  # noqa: F401
+import mlirc.passes.split_sliced_generics  # noqa: F401
+import mlirc.passes.split_transposes  # noqa: F401
+import mlirc.passes.transpose_views  # noqa: F401
+from mlirc.passes.base.registry import PASSES, expand, format_element, parse_element, register_pipeline
 
 LINALG = [
     "mlirc-outline-library-calls", "mlirc-split-reductions", "mlirc-slice-broadcasts", "mlirc-lower-to-linalg",
@@ -172,7 +170,8 @@ CPU_TO_LLVM = [
     "reconcile-unrealized-casts",
     "mlirc-cpu-omp-dispatch",
 ]
-CPU = [
+# The kernels alone (the entry stays host-side), tiled and vectorized on tensors.
+CPU_SCHEDULE = [
     "mlirc-cpu-drop-host",
     "mlirc-cpu-lower-scatters",
     "mlirc-cpu-flatten-elementwise",
@@ -180,9 +179,8 @@ CPU = [
     "mlirc-cpu-vectorize",
     "mlirc-cpu-masked-reductions",
     "mlirc-cpu-vector-math",
-    *CPU_BUFFERIZE,
-    *CPU_TO_LLVM,
 ]
+CPU = [*CPU_SCHEDULE, *CPU_BUFFERIZE, *CPU_TO_LLVM]
 # Work on parameters alone (a convolution weight's OIHW -> OHWI transpose) moves out
 # first, as on the CPU: its kernels run once, not per call.  Named ops (pooling,
 # non-library contractions) become generics: the tt lowering tiles any generic,
@@ -230,15 +228,8 @@ register_pipeline("mlirc-stage-kernels", "Stage: fusion and kernel formation", K
 register_pipeline("mlirc-stage-cpu-fusion", "Stage: CPU row fusion of a kernels module (entry included)", CPU_FUSION)
 register_pipeline(
     "mlirc-stage-cpu-bufferize",
-    "Stage: CPU schedule + bufferization of a kernels module",
-    [
-        "mlirc-cpu-drop-host",
-        "mlirc-cpu-lower-scatters",
-        "mlirc-cpu-flatten-elementwise",
-        "mlirc-cpu-vectorize",
-        "mlirc-cpu-masked-reductions",
-        *CPU_BUFFERIZE,
-    ],
+    "Stage: CPU schedule + bufferization of a kernels module (mlirc-stage-cpu up to the LLVM conversion)",
+    [*CPU_SCHEDULE, *CPU_BUFFERIZE],
 )
 register_pipeline("mlirc-stage-cpu", "Stage: a kernels module -> LLVM dialect for the host CPU", CPU)
 register_pipeline(

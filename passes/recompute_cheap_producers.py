@@ -9,7 +9,7 @@ was a kernel of its own writing twice the input's bytes (a training batch norm's
 largest kernel) for two kernels to read back.  Copied per reader, each sum converts
 the elements it reads.
 
-Taken: all-parallel generics with one result and a small body (COSTS, per target)
+Taken: all-parallel generics with one result and a small body (a bound the backend sets: RecomputeOptions)
 without gathers, read only as an input of linalg generics, each through a
 permutation of all of the reader's loops: every element is computed once per
 reader, as often as the reader would have read it back.  Reads may pass through
@@ -36,12 +36,11 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from mlirc.dialects.mlirc_dialect import target_of
+from mlirc.passes.base.ir_utils import nested_ops
+from mlirc.passes.base.linalg_utils import RESHAPES, all_parallel, elem_bytes, indexing_maps
+from mlirc.passes.base.registry import register_pass
 from mlirc.passes.fuse_elementwise import fuse_elementwise
 from mlirc.passes.fuse_gathered_producers import fuse_gathered_producers, inlinable_at_gathers, reshape_groups
-from mlirc.passes.ir_utils import nested_ops
-from mlirc.passes.linalg_utils import RESHAPES, all_parallel, elem_bytes, indexing_maps
-from mlirc.passes.registry import register_pass
 
 NAME = "mlirc-recompute-cheap-producers"
 # Fused rounds: fusing one round's copies can make a producer cheap that was not (a
@@ -54,30 +53,15 @@ DIVISIONS = frozenset(
 GATHERS = frozenset({"tensor.extract"})  # a copy per reader would gather again
 
 
-@dataclass(frozen=True)
-class Cost:
-    """What a producer's body may hold to be computed again in each reader."""
-
-    max_ops: int  # body ops, the yield included
-    costly: frozenset[str]  # ops never recomputed
-    transcendental: bool  # math.* ops
-
-
-COSTS = {
-    "cpu": Cost(max_ops=4, costly=DIVISIONS | GATHERS, transcendental=False),
-    # Inductor's bound on the ops it inlines into each reader is 30 (realize_opcount_threshold)
-    "cuda": Cost(max_ops=24, costly=GATHERS, transcendental=True),
-}
-
-
-def _cheap(producer: ir.Operation, cost: Cost) -> bool:
+def _cheap(producer: ir.Operation, cost: RecomputeOptions) -> bool:
     if producer.name != "linalg.generic" or len(producer.results) != 1:
         return False
     if not all_parallel(producer):
         return False
     body = list(nested_ops(producer))
-    if len(body) > cost.max_ops or any(
-        op.name in cost.costly or (op.name.startswith("math.") and not cost.transcendental) or op.regions for op in body
+    costly = GATHERS if cost.recompute_divisions else DIVISIONS | GATHERS
+    if len(body) > cost.recompute_max_ops or any(
+        op.name in costly or (op.name.startswith("math.") and not cost.recompute_math) or op.regions for op in body
     ):
         return False
     return _bytes_read_per_element(producer) <= _element_bytes(producer.results[0].type)
@@ -183,16 +167,22 @@ class RecomputeOptions:
     # here, by mlirc-fuse-elementwise, where any were made (a second fusion run
     # over a module with nothing new to fuse still moves its reshapes around).
     fused: bool = False
+    # What a producer's body may hold to be computed again in each reader: its ops
+    # (the yield included), divisions, math.* ops.  The defaults are the CPU's; a GPU
+    # recomputes far more (Inductor inlines up to 30 ops into each reader:
+    # realize_opcount_threshold).  Gathers are never recomputed.
+    recompute_max_ops: int = 4
+    recompute_divisions: bool = False
+    recompute_math: bool = False
 
 
 @register_pass(
     NAME, "Copy a cheap elementwise producer for each generic that reads it, so each copy fuses", RecomputeOptions
 )
 def recompute_cheap_producers(module: ir.Operation, options: RecomputeOptions) -> None:
-    cost = COSTS["cuda" if target_of(module) == "cuda" else "cpu"]
     for _ in range(MAX_ROUNDS if options.fused else 1):
         before = _op_count(module)
-        if not _copy_for_readers(module, cost) or not options.fused:
+        if not _copy_for_readers(module, options) or not options.fused:
             return
         # A gather's copy is computed at the index it reads before fusion's CSE could
         # merge it back into the producer; a copy that fuses nowhere (a sum over a
@@ -203,7 +193,7 @@ def recompute_cheap_producers(module: ir.Operation, options: RecomputeOptions) -
             return
 
 
-def _copy_for_readers(module: ir.Operation, cost: Cost) -> bool:
+def _copy_for_readers(module: ir.Operation, cost: RecomputeOptions) -> bool:
     """Give each reader but the first of every cheap producer its own copy; whether any was made."""
     copied = False
     for func_op in module.regions[0].blocks[0].operations:

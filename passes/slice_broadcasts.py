@@ -13,9 +13,9 @@ from mlir import ir
 
 from mlirc.dialects import builders as b
 from mlirc.dialects import shapes
-from mlirc.passes.ir_utils import defer, erase_op, nested_ops, resume_deferred
-from mlirc.passes.linalg_emit import reassociation
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import defer, erase_op, nested_ops, resume_deferred
+from mlirc.passes.base.linalg_emit import reassociation
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-slice-broadcasts"
 

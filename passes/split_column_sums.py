@@ -11,7 +11,7 @@ On the CPU a float64 sum of an 8x32x32x16 activation took 55 us on one thread
 Here, after the layout passes, each float sum is looked at in its physical loop
 order (its largest operand's, read through its indexing map as a permutation of all
 the loops).  A run of reduced loops that are adjacent in memory, with columns inside
-them, and longer than split-reductions' limit for strided sums (LIMITS) is cut
+them, and longer than the limit for strided sums (`longest-column`, as split-reductions' `strided-chunk`) is cut
 between two of its loops: the inner ones, at most the limit long, are summed into a partial
 tensor that keeps the outer ones (in memory order, so that its writes are as
 contiguous as the input's reads), then a second generic sums the partials over the
@@ -32,18 +32,17 @@ sizes are bound.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, linalg
 
 from mlirc.dialects import shapes
-from mlirc.dialects.mlirc_dialect import target_of
 from mlirc.errors import VerificationError
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import erase_op, nested_ops
-from mlirc.passes.linalg_utils import indexing_maps, loop_ranges
-from mlirc.passes.registry import register_pass
-from mlirc.passes.split_reductions import LIMITS, Limits
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import erase_op, nested_ops
+from mlirc.passes.base.linalg_utils import indexing_maps, loop_ranges
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-split-column-sums"
 ACCUMULATORS = (ir.F32Type, ir.F64Type)
@@ -83,7 +82,7 @@ def _memory_order(generic: ir.Operation) -> list[int] | None:
     return order if sorted(order) == list(range(n_loops)) else None
 
 
-def _cut(generic: ir.Operation, ranges: list[int], limits: Limits) -> tuple[list[int], list[int]] | None:
+def _cut(generic: ir.Operation, ranges: list[int], longest: int) -> tuple[list[int], list[int]] | None:
     """(memory order, outer loops) of the first run of reduced loops that
     is too long and strided (columns inside it): the inner ones are the longest tail of
     the run within the limit (the innermost loop alone where none is), summed first.
@@ -102,7 +101,6 @@ def _cut(generic: ir.Operation, ranges: list[int], limits: Limits) -> tuple[list
         while stop < len(order) and reducing[order[stop]]:
             stop += 1
         run, later = order[start:stop], order[stop:]
-        _, longest = limits.strided
         columns = math.prod(ranges[d] for d in later)
         if columns > 1 and math.prod(ranges[d] for d in run) > longest and len(run) > 1:
             cut = next(
@@ -166,7 +164,7 @@ def _total(partial: ir.Value, kept: list[int], outer: list[int], generic: ir.Ope
     )[0]  # fmt: skip
 
 
-def split(generic: ir.Operation, limits: Limits) -> list[ir.Operation]:
+def split(generic: ir.Operation, longest: int) -> list[ir.Operation]:
     """Cut one too-long run of `generic`'s sum; the generics that replace it (to be
     looked at again), or [] where it stays."""
     if not _is_float_sum(generic):
@@ -174,7 +172,7 @@ def split(generic: ir.Operation, limits: Limits) -> list[ir.Operation]:
     if any(not isinstance(e, (ir.AffineDimExpr, ir.AffineConstantExpr)) for e in indexing_maps(generic)[-1].results):
         return []
     ranges = _static_loop_ranges(generic)
-    cut = None if ranges is None else _cut(generic, ranges, limits)
+    cut = None if ranges is None else _cut(generic, ranges, longest)
     if cut is None:
         return []
     order, outer = cut
@@ -186,9 +184,19 @@ def split(generic: ir.Operation, limits: Limits) -> list[ir.Operation]:
     return [partial.owner, total.owner]
 
 
-@register_pass(NAME, "Float sums that the layout made long columns: cut at a loop boundary into partial sums")
-def split_column_sums(module: ir.Operation) -> None:
-    limits = LIMITS["cuda" if target_of(module) == "cuda" else "cpu"]
+@dataclass(frozen=True)
+class SplitColumnSumsOptions:
+    # a run of reduced loops longer than this is cut: split-reductions' strided
+    # limit (its `strided-chunk`'s second number), the backend's
+    longest_column: int = 128
+
+
+@register_pass(
+    NAME,
+    "Float sums that the layout made long columns: cut at a loop boundary into partial sums",
+    SplitColumnSumsOptions,
+)
+def split_column_sums(module: ir.Operation, options: SplitColumnSumsOptions) -> None:
     work = [op for op in nested_ops(module) if op.name == "linalg.generic"]
     while work:
-        work.extend(split(work.pop(), limits))
+        work.extend(split(work.pop(), options.longest_column))

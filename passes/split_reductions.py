@@ -10,7 +10,8 @@ at the end.  Every chain is then short whatever K is, the order is fixed (the
 same result from call to call), and the chunk loop is a parallel dim that
 threads share, where a whole-tensor sum used to run on one.
 
-It works on the mlirc dialect, before lowering, with limits per target (LIMITS).  A
+It works on the mlirc dialect, before lowering, with limits the backend chooses (its
+options; the defaults are the CPU's, mlirc.backends.gpu.PASS_OPTIONS the GPU's).  A
 sum over several dims is taken one dim at a time (runs of adjacent dims merged first).
 A dim whose later dims are all 1 is the contiguous, vectorized one: its chunks are
 long; a chunk of any other dim is one sequential add per step in every lane, so
@@ -20,7 +21,7 @@ row would walk alone, and rows a row group keeps whole stay unsplit (a softmax o
 RMS norm over 4096 is one kernel, not four).
 
 Whether a sum over `?` values splits depends on its length.  By default it waits for
-the sizes (passes/ir_utils.py defer).  With `assume-short-sums` it is compiled
+the sizes (passes/base/ir_utils.py defer).  With `assume-short-sums` it is compiled
 unsplit, under a `cf.assert` that no split is due (the negation of `_splits` on its
 length): a symbolic graph then forms its kernels once for every size that keeps the
 assertion (a softmax over a sequence of up to 2048 on the CPU), and mlirc-bind-sizes refuses a
@@ -40,9 +41,8 @@ from mlir.dialects import arith, cf
 from mlirc.dialects import builders as b
 from mlirc.dialects import dims as size_of
 from mlirc.dialects import shapes
-from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes.ir_utils import defer, erase_op, nested_ops, resume_deferred
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base.ir_utils import defer, erase_op, nested_ops, resume_deferred
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-split-reductions"
 
@@ -61,29 +61,20 @@ class Limits:
         return self.contiguous if contiguous else self.strided
 
 
-LIMITS = {
-    # A contiguous dim's chunk is 16 steps of a 32-lane vector block (AVX-512 f32,
-    # unrolled 4 x 16, is 64 lanes: 8 steps); a step of any other dim adds one value to
-    # every lane: its chunks are short (eager's cascade sum adds 16 values per level on
-    # such columns).
-    "cpu": Limits(contiguous=(512, 2048), strided=(16, 128)),
-    # Rows up to gpu_fuse_rows.MAX_ROW stay whole for row groups; longer ones split in
-    # the CPU's chunks, whose cascade matched eager's accuracy on the H100 (a sum of
-    # 2^24 x 0.1 in 4096-value chunks was 2.5 ulp off, eager's 1.25).  A column chunk
-    # is 4 steps of a [64 rows, 64 columns] tile, and its partial sums are 1/256 of
-    # the input, where chunks of 16 wrote 1/16 and took three more kernels.  Rows up
-    # to gpu_fuse_rows.MAX_LOOPED_ROW stay whole too where there are enough of them to
-    # fill the GPU with one program per few rows: a row group walks them in chunks
-    # (each lane adds one value per 512-wide chunk: 128 at most), reading its input
-    # once per pass, mostly from L2, where the split wrote partial sums between four
-    # more kernels (softmax of 16384-long rows: 5 kernels).
-    "cuda": Limits(contiguous=(512, 8192), strided=(256, 1024), long_rows=(65536, 1024)),
-}
-
-
 @dataclass(frozen=True)
 class SplitReductionsOptions:
     assume_short_sums: bool = False
+    # A contiguous dim's chunk is 16 steps of a 32-lane vector block (AVX-512 f32,
+    # unrolled 4 x 16, is 64 lanes: 8 steps); a step of any other dim adds one value to
+    # every lane: its chunks are short (eager's cascade sum adds 16 values per level on
+    # such columns).  (chunk, split when longer than): Limits.
+    contiguous_chunk: tuple[int, ...] = (512, 2048)
+    strided_chunk: tuple[int, ...] = (16, 128)
+    long_rows: tuple[int, ...] | None = None
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.contiguous_chunk, self.strided_chunk, self.long_rows)  # type: ignore[arg-type]
 
 
 def _split_dim(x: ir.Value, dim: int, limits: Limits) -> ir.Value:
@@ -298,7 +289,7 @@ def _cascade(op: ir.Operation, limits: Limits) -> ir.Value:
 @register_pass(NAME, "Long floating-point sums as a cascade of short, fixed-order sums", SplitReductionsOptions)
 def split_reductions(module: ir.Operation, options: SplitReductionsOptions) -> None:
     resume_deferred(module, NAME)
-    limits = LIMITS["cuda" if target_of(module) == "cuda" else "cpu"]
+    limits = options.limits
     for op in [op for op in nested_ops(module) if _long_float_sum(op, options.assume_short_sums, limits)]:
         with ir.InsertionPoint(op), op.location:
             total = _cascade(op, limits)

@@ -17,7 +17,7 @@ is split in the next round, and the bias add fuses into each of q's, k's and v's
 generics.  What a
 slice of a library call's result reads stays a slice: a kernel reads it in place.
 
-On the GPU only: on the CPU the kernels compiled once for every size (MLIRC_RUNTIME_SIZES)
+On the GPU only (the GPU backend turns it on): on the CPU the kernels compiled once for every size (MLIRC_RUNTIME_SIZES)
 would expand a strided slice into a group of two `?` dims (rows as [batch, tokens]), which
 MLIR's expand-strided-metadata does not take (it asserts), and a graph's symbolic and static
 imports must form the same kernels.
@@ -33,16 +33,16 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
 from mlirc.dialects.dims import Dim, index_constant
-from mlirc.dialects.mlirc_dialect import target_of
-from mlirc.passes import linalg_emit as le
-from mlirc.passes.ir_utils import clone_body, constant_index, defining_op, erase_op, nested_ops
-from mlirc.passes.linalg_utils import all_parallel, indexing_maps
-from mlirc.passes.registry import register_pass
+from mlirc.passes.base import linalg_emit as le
+from mlirc.passes.base.ir_utils import clone_body, constant_index, defining_op, erase_op, nested_ops
+from mlirc.passes.base.linalg_utils import all_parallel, indexing_maps
+from mlirc.passes.base.registry import register_pass
 
 NAME = "mlirc-split-sliced-generics"
 # Each slice becomes a kernel of its own (a launch each on the GPU): an unbind of a long
@@ -256,9 +256,17 @@ def _split_round(module: ir.Operation) -> bool:
     return split
 
 
-@register_pass(NAME, "Compute each of an elementwise generic's disjoint slices in a generic of its own")
-def split_sliced_generics(module: ir.Operation) -> None:
-    if target_of(module) != "cuda" or not any(op.name == "tensor.extract_slice" for op in nested_ops(module)):
+@dataclass(frozen=True)
+class SplitSlicedGenericsOptions:
+    # the GPU backend's alone (the module's docstring says why not the CPU's)
+    split_sliced: bool = False
+
+
+@register_pass(
+    NAME, "Compute each of an elementwise generic's disjoint slices in a generic of its own", SplitSlicedGenericsOptions
+)
+def split_sliced_generics(module: ir.Operation, options: SplitSlicedGenericsOptions) -> None:
+    if not options.split_sliced or not any(op.name == "tensor.extract_slice" for op in nested_ops(module)):
         return
     for _ in range(MAX_ROUNDS):
         if not _split_round(module):

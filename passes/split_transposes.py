@@ -23,9 +23,9 @@ from mlir import ir
 from mlir.dialects import func, tensor
 
 from mlirc.dialects.attributes import KERNEL_ATTR
-from mlirc.passes.ir_utils import erase_op
+from mlirc.passes.base.ir_utils import erase_op
+from mlirc.passes.base.registry import register_pass
 from mlirc.passes.outline_library_calls import library_of
-from mlirc.passes.registry import register_pass
 from mlirc.passes.transpose_views import GEMM_LIBRARIES, PLUMBING, _callee, _calls, _kernel_sites, transpose_perm
 
 

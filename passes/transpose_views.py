@@ -16,9 +16,9 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.dialects.attributes import ENTRY_ATTR, KERNEL_ATTR, LIBRARY_ATTR, PERM_ATTR
-from mlirc.passes.ir_utils import erase_op
+from mlirc.passes.base.ir_utils import erase_op
+from mlirc.passes.base.registry import register_pass
 from mlirc.passes.outline_library_calls import library_of
-from mlirc.passes.registry import register_pass
 
 GEMM_LIBRARIES = frozenset({"mm", "addmm", "bmm"})
 # A kernel formed on `?` dims reads its sizes (tensor.dim) for its empties.

@@ -3,9 +3,8 @@ must not grow by the compiled code's LLVM modules (an engine given the module ke
 it), nor by the heap pages the compiles freed (frontend/native_memory.py).
 
 benchmarks/compile_memory.py measures it in a fresh process: the resident size
-after compiles of distinct functions, each deleted.  Dynamo itself keeps about
-0.15 MB a compile (its aot_eager backend does as much); mlirc kept 0.8 MB more
-before the module and the heap were released.
+after compiles of distinct functions, each deleted (its figures, with aot_eager's
+as the floor, are in benchmarks/results/compile-memory.md).
 """
 
 from __future__ import annotations

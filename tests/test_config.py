@@ -88,3 +88,32 @@ def test_passes_get_the_config_as_options(monkeypatch):
     assert configured("cpu", options) == "mlirc-stage-cpu{vector-bytes=16 parallel-min-kib=-1}"
     assert configured("gpu-fusion", options) == "mlirc-stage-gpu-fusion{mode=generated}"
     assert configured("linalg", options) == "mlirc-stage-linalg"
+
+
+def test_backends_give_their_policy_as_pass_options(monkeypatch):
+    """Each backend's PASS_OPTIONS names registered passes with their own options
+    classes; a GPU compile's stages print the GPU's policy (what mlirc-opt needs to
+    repeat them), with the config's settings merged in, not in place of it."""
+    import dataclasses
+
+    from mlirc.backends import cpu as cpu_backend
+    from mlirc.backends import gpu as gpu_backend
+    from mlirc.config import config
+    from mlirc.frontend.compile import pass_options
+    from mlirc.passes.base.registry import PASSES
+    from mlirc.passes.pipelines import configured
+
+    for backend in (cpu_backend, gpu_backend):
+        for name, options in backend.PASS_OPTIONS.items():
+            assert name in PASSES and isinstance(options, PASSES[name].options), name
+            assert options != PASSES[name].options(), f"{name}: the CPU's defaults need no entry"
+    monkeypatch.setattr(config, "library_gemm", False)
+    gpu = pass_options("cuda")
+    assert gpu["mlirc-outline-library-calls"] == dataclasses.replace(
+        gpu_backend.PASS_OPTIONS["mlirc-outline-library-calls"], library_gemm=False
+    )
+    linalg = configured("linalg", gpu)
+    for option in ("numerics=cuda", "split-sliced=1", "contiguous-chunk=512,8192", "library-gemm=0"):
+        assert option in linalg, linalg
+    assert configured("linalg", pass_options("cpu")) == "mlirc-stage-linalg{library-gemm=0}"
+    assert "fuse-sibling-sums=0" in configured("kernels", gpu)

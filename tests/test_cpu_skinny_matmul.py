@@ -1,4 +1,4 @@
-"""Narrow linear layers run as generated dot products (passes/cpu_skinny_matmul.py),
+"""Narrow linear layers run as generated dot products (passes/cpu/skinny_matmul.py),
 with eager's answers for any shape, layout and value; the rest stay library calls."""
 
 import pytest

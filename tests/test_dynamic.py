@@ -1,4 +1,4 @@
-"""Symbolic sizes (issue 21): a graph Dynamo hands over with SymInt sizes is compiled,
+"""Symbolic sizes: a graph Dynamo hands over with SymInt sizes is compiled,
 not run eagerly, at every size it is called with (frontend/dynamic.py)."""
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def test_internal_error_in_a_pass_is_a_pipeline_error_with_a_repro(monkeypatch):
     (an MlircError) naming the pass, with an mlirc-opt command that reproduces it."""
     from dataclasses import replace
 
-    from mlirc.passes.registry import PASSES
+    from mlirc.passes.base.registry import PASSES
 
     def broken(module):
         raise ValueError("a bug in the pass")

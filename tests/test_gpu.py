@@ -130,7 +130,7 @@ def _softmax_and_denominator(x):
 @pytest.mark.parametrize("length", [9001, 20000])
 def test_online_softmax_edge_values(length):
     """Rows walked in chunks fold the max and the sum of exp(x - max) in one pass,
-    each lane's sum rescaled as its max grows (passes/gpu_row_loops.py): lanes that
+    each lane's sum rescaled as its max grows (passes/gpu/tt/row_loops.py): lanes that
     saw only -inf, a whole -inf row (NaN, as eager), +inf and NaN in a row, a max that
     grows every chunk, the max in the last partial chunk, the denominator returned,
     and rows read transposed."""
@@ -170,7 +170,7 @@ def test_embedding_and_linear():
         compile_and_compare(lambda i: F.gelu(lin(emb(i))), idx)
 
 
-SCATTERS = {  # too large for the dense match: atomics (passes/gpu_scatter_tt.py)
+SCATTERS = {  # too large for the dense match: atomics (passes/gpu/tt/scatter.py)
     "index_put": lambda x, i, v: x.index_put((i,), v, accumulate=True),
     "index_put_broadcast": lambda x, i, v: x.index_put((i,), v[:, :1], accumulate=True),
     "embedding_backward": lambda x, i, v: torch.ops.aten.embedding_dense_backward(v, i % 3001, 3001, 7, False),
@@ -421,7 +421,7 @@ def test_pooling_after_convolution(name, channels, size, monkeypatch):
     """After a convolution the graph runs channels-last, so a pool gathers its windows
     from an NHWC buffer: neighbouring channels are one vector load, and the padded
     borders clamp their row and column indices.  Those 64-bit clamps are shielded from
-    ptxas (passes/gpu_numerics.py): unshielded, a 3 x 3 pool with padding read one row
+    ptxas (passes/gpu/tt/numerics.py): unshielded, a 3 x 3 pool with padding read one row
     of every top-border window as padding on the H100 (ResNet's stem: 64 channels of
     80 x 80; the odd shape did not show it)."""
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)

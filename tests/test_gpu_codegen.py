@@ -18,13 +18,14 @@ from mlir import ir
 from triton.backends.compiler import GPUTarget
 
 import mlirc
+from mlirc.backends import backend_for
 from mlirc.backends import gpu as gpu_backend
 from mlirc.backends.gpu.compiler import compile_ttir, triton_kernels
 from mlirc.config import config
 from mlirc.dialects import make_context
-from mlirc.passes import fuse_sibling_reductions, outline_library_calls
-from mlirc.passes.pipelines import STAGES
-from mlirc.passes.registry import run_passes
+from mlirc.frontend.compile import pass_options
+from mlirc.passes.base.registry import run_passes
+from mlirc.passes.pipelines import configured
 
 SM90 = GPUTarget("cuda", 90, 32)
 FUSED_ROWS = {"softmax", "layer_norm", "momentum_step"}  # one kernel each (a row group; a multi-output generic)
@@ -98,14 +99,23 @@ def _inputs(spec):
     return [torch.randn(s) for s in spec]
 
 
+def _gpu_stages(*stages: str) -> list[str]:
+    """The stages as a CUDA compile runs them: with the GPU backend's pass options."""
+    options = pass_options("cuda")
+    return [configured(stage, options) for stage in stages]
+
+
+BIAS_IN_GEMM, SIBLING_SUMS = "mlirc-outline-library-calls", "mlirc-fuse-sibling-reductions"
+
+
 def _kernels_ir(fn, args, tmp_path) -> list[str]:
     config.dump_dir = str(tmp_path)
     # Traced on the CPU in place of a GPU graph: as for the GPU target, a half GEMM's
     # bias add stays out of its library kernel (the GPU fuses it as an epilogue), and
     # column sums stay apart (the GPU's row fusion groups them).
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(outline_library_calls, "_bias_add", lambda op: None)
-        patch.setattr(fuse_sibling_reductions, "target_of", lambda module: "cuda")
+        gpu_policy = {name: gpu_backend.PASS_OPTIONS[name] for name in (BIAS_IN_GEMM, SIBLING_SUMS)}
+        patch.setattr(backend_for("cpu"), "pass_options", gpu_policy)
         try:
             result = torch.compile(fn, backend="mlirc")(*args)
             if isinstance(result, torch.Tensor) and result.requires_grad:
@@ -126,7 +136,7 @@ def test_ttir_compiles_for_sm90(case, tmp_path, monkeypatch):
         context = make_context()
         with context:
             module = ir.Module.parse(text)
-            run_passes(module, [*STAGES["gpu-fusion"], *STAGES["gpu"]], stage="mlirc-stage-gpu")
+            run_passes(module, _gpu_stages("gpu-fusion", "gpu"), stage="mlirc-stage-gpu")
             module.operation.verify()
             kernels = triton_kernels(module)
         generated = text.count("mlirc.kernel}")
@@ -185,7 +195,7 @@ def test_transpose_kernel_is_a_copy(tmp_path, monkeypatch):
     texts = _kernels_ir(lambda x: x.transpose(0, 1).contiguous() * 1, [torch.randn(5, 7, 3)], tmp_path)
     with make_context():
         module = ir.Module.parse(texts[0])
-        run_passes(module, [*STAGES["gpu-fusion"], *STAGES["gpu"]], stage="mlirc-stage-gpu")
+        run_passes(module, _gpu_stages("gpu-fusion", "gpu"), stage="mlirc-stage-gpu")
         (kernel,) = triton_kernels(module)
     assert '"tt.store"' in kernel.ttir
 
@@ -199,7 +209,7 @@ def test_row_group_reads_each_input_once(rows, tmp_path, monkeypatch):
     texts = _kernels_ir(lambda x, w, b: F.layer_norm(x, (256,), w, b), args, tmp_path)
     with make_context():
         module = ir.Module.parse(texts[0])
-        run_passes(module, [*STAGES["gpu-fusion"], *STAGES["gpu"]], stage="mlirc-stage-gpu")
+        run_passes(module, _gpu_stages("gpu-fusion", "gpu"), stage="mlirc-stage-gpu")
         (kernel,) = triton_kernels(module)
     loads = [line for line in kernel.ttir.splitlines() if '"tt.load"' in line]
     # x's rows, weight, bias, and each row's first element: traced on the CPU, the
@@ -224,7 +234,7 @@ def test_whole_models_lower_to_ttir(tmp_path):
             for text in _kernels_ir(model, [x], tmp_path):
                 with make_context():
                     module = ir.Module.parse(text)
-                    run_passes(module, [*STAGES["gpu-fusion"], *STAGES["gpu"]], stage="mlirc-stage-gpu")
+                    run_passes(module, _gpu_stages("gpu-fusion", "gpu"), stage="mlirc-stage-gpu")
                     assert triton_kernels(module)
     torch.backends.mha.set_fastpath_enabled(fastpath)
 
@@ -265,7 +275,7 @@ def test_kernels_of_symbolic_sizes_compile_for_sm90(case, tmp_path, monkeypatch)
     with make_context():
         for text in texts:
             module = ir.Module.parse(text.replace('mlirc.target = "cpu"', 'mlirc.target = "cuda"'))
-            stages = [*STAGES["linalg"], *STAGES["kernels"], *STAGES["gpu-fusion"], *STAGES["gpu"]]
+            stages = _gpu_stages("linalg", "kernels", "gpu-fusion", "gpu")
             run_passes(module, stages, stage="mlirc-stage-gpu")
             declarations = [op for op in module.body.operations if "mlirc.gpu.ttir" in op.attributes]
             for op in declarations:
@@ -311,7 +321,7 @@ def _cuda_kernels(fn, args, tmp_path, libraries: list | None = None, prepared: l
     text = _mlirc_stage_for_cuda(fn, args, tmp_path)
     with make_context():
         module = ir.Module.parse(text)
-        stages = [name for s in (*gpu_backend.STAGES, gpu_backend.KERNEL_STAGE) for name in STAGES[s]]
+        stages = _gpu_stages(*gpu_backend.STAGES, gpu_backend.KERNEL_STAGE)
         run_passes(module, stages, stage="mlirc-stage-gpu")
         grids = {
             op.sym_name.value: op.attributes["mlirc.gpu.grid"]
@@ -371,15 +381,6 @@ def test_long_sum_spreads_over_programs(tmp_path, monkeypatch):
     assert kernels[0][1][0] >= 1000 // 4 and kernels[-1][1][0] == 1, [(k.name, g) for k, g in kernels]
     for kernel, _ in kernels:
         assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000
-
-
-def test_split_limits_match_the_gpu_tiles():
-    """mlirc-split-reductions (a shared pass) keeps its own copy of the GPU's longest
-    row group row: they must agree."""
-    from mlirc.passes import gpu_fuse_rows, split_reductions
-
-    assert split_reductions.LIMITS["cuda"].contiguous[1] == gpu_fuse_rows.MAX_ROW
-    assert split_reductions.LIMITS["cuda"].long_rows[0] == gpu_fuse_rows.MAX_LOOPED_ROW
 
 
 def test_cnn_runs_channels_last_on_the_gpu(tmp_path, monkeypatch):
@@ -453,7 +454,7 @@ def test_padding_reads_the_targets_not_the_one_hot(tmp_path):
     text = _mlirc_stage_for_cuda(_shifted_label_loss_backward, args, tmp_path)
     with make_context():
         module = ir.Module.parse(text)
-        stages = [name for s in gpu_backend.STAGES[: gpu_backend.STAGES.index("kernels") + 1] for name in STAGES[s]]
+        stages = _gpu_stages(*gpu_backend.STAGES[: gpu_backend.STAGES.index("kernels") + 1])
         run_passes(module, stages, stage="mlirc-stage-gpu")
         entry = next(op for op in module.body.operations if "mlirc.entry" in op.attributes)
         calls = [op for op in entry.regions[0].blocks[0].operations if op.name == "func.call"]
@@ -480,7 +481,7 @@ def test_stacked_qkv_is_three_tensors(batch, tokens, tmp_path):
     text = _mlirc_stage_for_cuda(_stacked_qkv_attention, args, tmp_path)
     with make_context():
         module = ir.Module.parse(text)
-        stages = [name for s in gpu_backend.STAGES[: gpu_backend.STAGES.index("kernels") + 1] for name in STAGES[s]]
+        stages = _gpu_stages(*gpu_backend.STAGES[: gpu_backend.STAGES.index("kernels") + 1])
         run_passes(module, stages, stage="mlirc-stage-gpu")
         kernels = str(module)
     assert f"tensor<3x{batch}x2x{tokens}x5xf32>" not in kernels, kernels
@@ -518,14 +519,14 @@ def test_batch_norm_training_sums_share_kernels(batch, size, tmp_path, monkeypat
     for index, text in enumerate(texts):
         with make_context():
             module = ir.Module.parse(text)
-            run_passes(module, STAGES["gpu-fusion"], stage="mlirc-stage-gpu-fusion")
+            run_passes(module, _gpu_stages("gpu-fusion"), stage="mlirc-stage-gpu-fusion")
             for generics in _reductions_by_kernel(module).values():
                 # tensors each reads, not its init: an argument, or a member's result
                 inputs = [
                     {v for v in list(g.operands)[:-1] if isinstance(v.type, ir.RankedTensorType)} for g in generics
                 ]
                 shared += len(generics) >= 2 and bool(set.intersection(*inputs))
-            run_passes(module, STAGES["gpu"], stage="mlirc-stage-gpu")
+            run_passes(module, _gpu_stages("gpu"), stage="mlirc-stage-gpu")
             kernels = triton_kernels(module)
         for kernel in kernels:
             assert len(compile_ttir(kernel, SM90).asm["cubin"]) > 1000

@@ -5,8 +5,8 @@ The import graph is read from the source (every `import mlirc...`, at module lev
 or inside a function: a lazy import is still a dependency), so a cycle cannot hide
 behind import order.  The CPU/GPU rule is transitive: nothing a CPU pass or the CPU
 backend imports, directly or not, is a GPU pass or the GPU backend, and the
-reverse; shared helpers (passes/linalg_utils.py, passes/ir_utils.py, ...) import
-neither.
+reverse; shared helpers (passes/base/) import neither.  And the layers hold: no
+module imports one of a higher layer (LAYERS).
 """
 
 from __future__ import annotations
@@ -107,22 +107,62 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def target_of(module: str) -> str | None:
     """'cpu' or 'gpu' for a target's own pass or backend module, else None (shared)."""
-    leaf = module.rsplit(".", 1)[-1]
     for target in ("cpu", "gpu"):
-        if leaf.startswith(f"{target}_") and module.startswith("mlirc.passes."):
-            return target
-        if module == f"mlirc.backends.{target}" or module.startswith(f"mlirc.backends.{target}."):
-            return target
+        for package in (f"mlirc.passes.{target}", f"mlirc.backends.{target}"):
+            if module == package or module.startswith(f"{package}."):
+                return target
     return None
+
+
+# The layers, lowest first: a module may import its own layer and those below it.
+LAYERS = (
+    ("base", ("mlirc.config", "mlirc.errors")),
+    ("dialects", ("mlirc.dialects",)),
+    ("IR helpers", ("mlirc.passes.base",)),
+    ("passes", ("mlirc.passes",)),
+    ("backends", ("mlirc.backends",)),
+    ("frontend", ("mlirc.frontend",)),
+    ("tools", ("mlirc.tools", "mlirc.demo", "mlirc")),
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the most specific prefix that names `module`."""
+    best, best_length = len(LAYERS) - 1, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(f"{prefix}.")) and len(prefix) > best_length:
+                best, best_length = index, len(prefix)
+    return best
 
 
 def test_the_graph_reader_sees_every_kind_of_import():
     tree = ast.parse("import mlirc.a\nfrom mlirc.b import c\ndef f():\n    from mlirc.d import e\n")
     assert _imported_names(tree, {"mlirc.b.c"}) == {"mlirc.a", "mlirc.b.c", "mlirc.d"}
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
-    assert target_of("mlirc.passes.cpu_vectorize") == "cpu"
+    assert target_of("mlirc.passes.cpu.vectorize") == "cpu"
+    assert target_of("mlirc.passes.gpu.tt.tiles") == "gpu"
     assert target_of("mlirc.backends.gpu.runtime") == "gpu"
-    assert target_of("mlirc.passes.linalg_utils") is None
+    assert target_of("mlirc.passes.base.linalg_utils") is None
+    assert [layer_of(m) for m in ("mlirc.errors", "mlirc.passes.base.ir_utils", "mlirc.passes.cpu.vectorize")] == [
+        0,
+        2,
+        3,
+    ]
+    assert layer_of("mlirc.frontend.compile") == 5 and layer_of("mlirc") == 6
+
+
+def test_layer_order():
+    """dialects < IR helpers < passes < backends < frontend < tools: no import goes up
+    (the package's own __init__, which registers the backend, is the top)."""
+    graph = import_graph()
+    upward = [
+        f"{module} ({LAYERS[layer_of(module)][0]}) -> {other} ({LAYERS[layer_of(other)][0]})"
+        for module, imported in graph.items()
+        for other in sorted(imported)
+        if layer_of(other) > layer_of(module)
+    ]
+    assert upward == []
 
 
 def test_no_import_cycle():
@@ -168,3 +208,57 @@ def test_every_module_imports_alone():
     modules = sorted(package_modules())
     proc = subprocess.run([sys.executable, "-c", script, *modules], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_pass_name_file_and_lit_test_agree():
+    """`passes/<target>/<name>.py` registers `mlirc-<target>-<name>` (a shared pass:
+    `passes/<name>.py`, `mlirc-<name>`) and `lit/passes/<target>/<name>*.mlir` tests it."""
+    import mlirc.passes  # noqa: F401 - registers every pass
+    from mlirc.passes.base.registry import PASSES
+
+    problems = []
+    for name, info in sorted(PASSES.items()):
+        if info.run is None:  # a named pipeline (stage)
+            continue
+        parts = info.run.__module__.split(".")[2:]
+        target = parts[0] if len(parts) > 1 and parts[0] in ("cpu", "gpu") else None
+        leaf = parts[-1].replace("_", "-")
+        expected = f"mlirc-{target}-{leaf}" if target else f"mlirc-{leaf}"
+        lit_folder = ROOT / "lit" / "passes" / (target or "")
+        if name != expected:
+            problems.append(f"{info.run.__module__} registers {name}, not {expected}")
+        if not list(lit_folder.glob(f"{leaf}*.mlir")):
+            problems.append(f"{name}: no lit test {lit_folder.relative_to(ROOT)}/{leaf}*.mlir")
+    assert problems == []
+
+
+def test_shared_passes_take_target_policy_as_options():
+    """A shared pass never asks which target the module is for: where the CPU's and
+    the GPU's policies differ, the pass takes an option that the backend fills
+    (mlirc.backends.<target>.PASS_OPTIONS), so a repro command carries it."""
+    asking = [
+        path.relative_to(ROOT).as_posix()
+        for path in sorted((ROOT / "passes").glob("*.py"))
+        if "target_of" in path.read_text()
+    ]
+    assert asking == []
+
+
+def test_the_frontend_reaches_backends_through_their_interface():
+    """The frontend imports no module of a target's backend: it asks
+    mlirc.backends.backend_for(device) for one (backends/base.py's interface)."""
+    graph = import_graph()
+    direct = [
+        f"{module} -> {other}"
+        for module, imported in graph.items()
+        if module.startswith("mlirc.frontend")
+        for other in sorted(imported)
+        if other.startswith("mlirc.backends.") and target_of(other) is not None
+    ]
+    assert direct == []
+
+
+def test_no_module_over_600_lines():
+    """A module a reader can hold: past 600 lines one has grown a second concern."""
+    long = {name: n for name, path in package_modules().items() if (n := len(path.read_text().splitlines())) > 600}
+    assert long == {}

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from conftest import compile_and_compare
 
 from mlirc.config import config
-from mlirc.passes.cpu_fuse_rows import MAX_ROW
+from mlirc.passes.cpu.fuse_rows import MAX_ROW
 
 
 def layer_norm(x, w, b):

@@ -1,5 +1,5 @@
-"""CPU kernels of run-time sizes (issue 21): one compile of a kernel with `?` dims,
-called at many sizes with its sizes as arguments (passes/cpu_size_args.py).
+"""CPU kernels of run-time sizes: one compile of a kernel with `?` dims,
+called at many sizes with its sizes as arguments (passes/cpu/size_args.py).
 
 The kernels are written as mlirc-stage-kernels leaves them (linalg on tensors,
 sizes read with tensor.dim), compiled by the real mlirc-stage-cpu and called
@@ -26,10 +26,10 @@ from mlirc.config import config
 from mlirc.dialects import make_context
 from mlirc.errors import PipelineError
 from mlirc.frontend import hot_sizes
-from mlirc.passes.cpu_size_args import size_arguments
-from mlirc.passes.cpu_vectorize import CpuVectorizeOptions
+from mlirc.passes.base.registry import run_passes
+from mlirc.passes.cpu.size_args import size_arguments
+from mlirc.passes.cpu.vectorize import CpuVectorizeOptions
 from mlirc.passes.pipelines import configured
-from mlirc.passes.registry import run_passes
 
 MAPS = """
 #m2 = affine_map<(d0, d1) -> (d0, d1)>
@@ -361,7 +361,7 @@ def test_one_wrapper_serves_every_size_without_a_compile(name, monkeypatch):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_one_cuda_wrapper_serves_every_size_without_a_compile(name, monkeypatch):
     """The same on a GPU: Triton kernels take their sizes as arguments and their
-    grids are computed at launch (passes/gpu_lower_to_tt.py), so after the graph's
+    grids are computed at launch (passes/gpu/lower_to_tt.py), so after the graph's
     first compile a new size runs no triton.compile, and no size runs eagerly."""
     from mlirc.backends.gpu import compiler
 

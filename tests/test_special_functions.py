@@ -1,4 +1,4 @@
-"""Special functions (passes/special_math.py) vs eager over their whole domains:
+"""Special functions (passes/base/special_math.py) vs eager over their whole domains:
 poles, signed zeros, infinities, NaN, huge and tiny arguments, both dtypes."""
 
 import math

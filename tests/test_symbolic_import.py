@@ -1,4 +1,4 @@
-"""A graph of symbolic sizes imported once and bound at each size (issue 21):
+"""A graph of symbolic sizes imported once and bound at each size:
 frontend/compile.py SymbolicRegion, passes/bind_sizes.py, dialects/dims.py."""
 
 from __future__ import annotations
@@ -404,7 +404,7 @@ def test_a_long_chain_of_deferred_ops_binds():
     from mlir import ir
 
     from mlirc.dialects import make_context
-    from mlirc.passes.registry import run_passes
+    from mlirc.passes.base.registry import run_passes
 
     lines = ["func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {mlirc.entry} {"]
     value = "%x"
@@ -434,7 +434,7 @@ def test_symbolic_library_calls_outlined_then_bound():
     from mlir import ir
 
     from mlirc.dialects import make_context
-    from mlirc.passes.registry import run_passes
+    from mlirc.passes.base.registry import run_passes
 
     text = """
     func.func @main(%a: tensor<?x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x8xf32>) -> tensor<?x8xf32>

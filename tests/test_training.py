@@ -1,4 +1,4 @@
-"""Training on the CPU: optimizer steps compiled whole (issue 24's first slice).
+"""Training on the CPU: optimizer steps compiled whole.
 
 Dynamo rewrites addcmul_ / addcdiv_ with a value, and add_ with a tensor alpha, into
 the fused multiply-add prim (`prims.fma`); Adam's and AdamW's steps are made of them.

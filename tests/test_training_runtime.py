@@ -1,4 +1,4 @@
-"""How a training step runs (issue 24): mutated inputs written in place, saved
+"""How a training step runs: mutated inputs written in place, saved
 activations not copied, the min-cut partition, weights that change every step not
 packed, and one-hot scatters (a loss's backward) compiled at any size."""
 

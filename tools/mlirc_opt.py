@@ -29,7 +29,7 @@ from mlirc.dialects.mlirc_dialect import irdl_source
 from mlirc.dialects.verifier import verify_ops
 from mlirc.errors import MlircError
 from mlirc.passes import PASSES
-from mlirc.passes.registry import build_pass_manager, option_fields, split_pipeline
+from mlirc.passes.base.registry import build_pass_manager, option_fields, split_pipeline
 
 SPLIT_MARKER = "// -----"
 
@@ -152,7 +152,11 @@ def _in_child(work: Callable[[], object], timeout: int = 0) -> tuple[object, str
         # An abort is the expected way for the child to fail: the parent reports it as a
         # diagnostic, and pytest's faulthandler must not print a Python stack for it.
         faulthandler.disable()
-        signal.alarm(timeout)  # SIGALRM ends a child that runs too long (0: no limit)
+        # SIGALRM ends a child that runs too long (0: no limit) -- by its default action:
+        # a Python handler the parent installed (pytest-timeout's) runs only between
+        # bytecodes, never while the child waits inside MLIR.
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(timeout)
         code = 0
         try:
             with os.fdopen(write_end, "wb") as pipe:

@@ -6,3 +6,6 @@
 # then LLVM IR (`mlirc-opt --emit-llvm`), dumped as <region>.llvm.ll.
 STAGES = ("linalg", "cpu-layout", "kernels", "cpu-fusion")
 KERNEL_STAGE = "cpu"
+
+# The shared passes' defaults are the CPU's policy: nothing to override.
+PASS_OPTIONS: dict[str, object] = {}

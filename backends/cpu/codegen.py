@@ -3,7 +3,7 @@ left in the LLVM dialect, then machine code for the host CPU (llvmlite).
 
 Kernels use the bare-pointer calling convention (contiguous buffers): each takes
 its inputs' then its outputs' data pointers, then -- a kernel of run-time sizes --
-its buffers' `?` sizes (passes/cpu_size_args.py size_arguments).
+its buffers' `?` sizes (passes/cpu/size_args.py size_arguments).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from mlirc.backends.cpu.llvm_worker import object_code
 from mlirc.config import config
 from mlirc.dialects.attributes import SIZE_ARGS_ATTR
 from mlirc.errors import PipelineError
-from mlirc.passes.cpu_drop_host import compiled_kernel
-from mlirc.passes.cpu_size_args import size_arguments
+from mlirc.passes.cpu.drop_host import compiled_kernel
+from mlirc.passes.cpu.size_args import size_arguments
 
 log = logging.getLogger(__name__)
 

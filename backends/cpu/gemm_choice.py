@@ -40,7 +40,7 @@ from mlirc.errors import MlircError
 
 log = logging.getLogger(__name__)
 
-BLAS, ONEDNN, PACKED = "mm", "mm_onednn", "mm_packed"  # library-call names (see host_wrapper.LIBRARY_CALLS)
+BLAS, ONEDNN, PACKED = "mm", "mm_onednn", "mm_packed"  # library-call names (see library_calls.CPU_LIBRARY_CALLS)
 # The same calls with a bias added before their one rounding (an "addmm" library kernel)
 WITH_BIAS = {BLAS: "addmm", ONEDNN: "addmm_onednn", PACKED: "addmm_packed"}
 MODES = ("auto", "blas", "onednn")

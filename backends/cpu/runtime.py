@@ -11,21 +11,20 @@ from mlir.dialects import func
 
 from mlirc.backends.cpu import gemm_choice, packed_weights
 from mlirc.backends.cpu.codegen import CompiledKernels
-from mlirc.backends.host_wrapper import (
-    PreparedCache,
-    WrapperBuilder,
-    frozen_guard_source,
-    prepare_function,
-    scratch_buffers,
-    storage_dtype,
-    wrapper_scope,
-)
+from mlirc.backends.cpu.library_calls import CPU_ALLOCATES_OWN_RESULT, CPU_LIBRARY_CALLS
+from mlirc.backends.host_wrapper import WrapperBuilder
+from mlirc.backends.memory_plan import scratch_buffers, storage_dtype
+from mlirc.backends.prepared import PreparedCache, frozen_guard_source, prepare_function
+from mlirc.backends.wrapper_scope import wrapper_scope
 from mlirc.config import config
 from mlirc.dialects.attributes import ORIGIN_ATTR
-from mlirc.passes.ir_utils import entry_functions
+from mlirc.passes.base.ir_utils import entry_functions
 
 
 class CpuWrapperBuilder(WrapperBuilder):
+    # oneDNN's and the packed weights' calls beside the shared ones (library_variant picks them)
+    library_calls = CPU_LIBRARY_CALLS
+    allocates_own_result = CPU_ALLOCATES_OWN_RESULT
     # input shapes whose reordered weight a convolution site keeps (a bound wrapper's
     # calls have one shape)
     conv_shapes = 1

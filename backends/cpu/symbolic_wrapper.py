@@ -1,6 +1,6 @@
 """The CPU host wrapper for every size of a symbolic graph (backends/symbolic_wrapper.py
 says how it works): CPU kernels take their sizes after their buffers
-(passes/cpu_size_args.py)."""
+(passes/cpu/size_args.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirc.backends import disk_cache
-from mlirc.config import config
 from mlirc.dialects.attributes import STAGES_ATTR, TTIR_ATTR, WARPS_ATTR
 from mlirc.errors import PipelineError
 
@@ -33,10 +31,6 @@ class TritonKernel:
     ttir: str
     num_warps: int
     num_stages: int | None = None  # software pipelining depth of a loop (GEMMs); Triton's default else
-
-
-def cache_dir() -> Path:
-    return Path(config.cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "mlirc"))
 
 
 def triton_kernels(module: ir.Module | ir.Operation) -> list[TritonKernel]:
@@ -64,7 +58,7 @@ def ttir_file(kernel: TritonKernel) -> Path:
     """The kernel's TTIR as a file for triton.compile, named by its hash and checked
     to hold exactly that text (a swapped, empty or truncated file is rewritten)."""
     digest = hashlib.sha256(kernel.ttir.encode()).hexdigest()[:32]
-    return disk_cache.text_file(cache_dir() / "ttir" / f"{kernel.name}-{digest}.ttir", kernel.ttir)
+    return disk_cache.text_file(disk_cache.cache_dir() / "ttir" / f"{kernel.name}-{digest}.ttir", kernel.ttir)
 
 
 def compile_ttir(kernel: TritonKernel, target: object):
@@ -76,7 +70,7 @@ def compile_ttir(kernel: TritonKernel, target: object):
     # kernels do (Triton flushes them to zero by default: sqrt(1e-40) was 0).
     # enable_fp_fusion stays on: off, ptxas contracts nothing, libdevice's functions
     # included, and F.gelu's erf left its 4e-6 bound against eager on the H100.  The
-    # kernels' own products are mul.rn (passes/gpu_tiles.py ROUNDED), which ptxas
+    # kernels' own products are mul.rn (passes/gpu/tt/tiles.py ROUNDED), which ptxas
     # never fuses with their users: each rounds, as in eager's one-op kernels.
     options = {"num_warps": kernel.num_warps, "enable_fp_fusion": True, "enable_reflect_ftz": False}
     if kernel.num_stages is not None:

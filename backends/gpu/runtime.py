@@ -5,7 +5,7 @@ Inductor's wrapper does.
 Each launch line calls Triton's launcher with the kernel's grid, function handle
 and metadata bound as constants of the generated code, so a launch costs one
 Python call; kernels with an empty grid (0-size tensors) are left out entirely.
-A kernel of run-time sizes (passes/gpu_lower_to_tt.py) takes its buffers' sizes
+A kernel of run-time sizes (passes/gpu/lower_to_tt.py) takes its buffers' sizes
 after them and its grid is an expression of those sizes: constants in a bound
 wrapper, expressions of the call's sizes in the wrapper for every size, whose
 launch is skipped where the grid is empty.
@@ -24,18 +24,14 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from mlirc.backends.gpu import cudagraphs
 from mlirc.backends.gpu.compiler import Launcher
-from mlirc.backends.host_wrapper import (
-    PreparedCache,
-    WrapperBuilder,
-    frozen_guard_source,
-    prepare_function,
-    storage_dtype,
-    wrapper_scope,
-)
+from mlirc.backends.host_wrapper import WrapperBuilder
 from mlirc.backends.in_place import in_place_operands
+from mlirc.backends.memory_plan import storage_dtype
+from mlirc.backends.prepared import PreparedCache, frozen_guard_source, prepare_function
+from mlirc.backends.wrapper_scope import wrapper_scope
 from mlirc.dialects import tt
 from mlirc.dialects.attributes import GRID_ATTR, GRID_SIZE_ATTR, ORIGIN_ATTR, SIZE_ARGS_ATTR
-from mlirc.passes.ir_utils import entry_functions
+from mlirc.passes.base.ir_utils import entry_functions
 
 
 class GpuWrapperBuilder(WrapperBuilder):

@@ -1,6 +1,6 @@
 """The GPU host wrapper for every size of a symbolic graph (backends/symbolic_wrapper.py
 says how it works): Triton kernels take their buffers' sizes after them and their
-grids are expressions of the call's sizes (passes/gpu_lower_to_tt.py)."""
+grids are expressions of the call's sizes (passes/gpu/lower_to_tt.py)."""
 
 from __future__ import annotations
 

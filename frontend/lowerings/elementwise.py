@@ -154,7 +154,7 @@ UNARY_TABLE = {
     aten.reciprocal.default: "reciprocal",
     aten.bitwise_not.default: "bitwise_not",
     aten.relu.default: "relu",
-    # special functions (passes/special_math.py)
+    # special functions (passes/base/special_math.py)
     aten.lgamma.default: "lgamma",
     aten.digamma.default: "digamma",
     aten.erfinv.default: "erfinv",

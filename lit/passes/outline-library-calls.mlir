@@ -1,5 +1,4 @@
 // RUN: mlirc-opt %s --split-input-file -p mlirc-outline-library-calls | FileCheck %s
-
 // f32/f64 GEMMs and convolutions are outlined into library kernels that carry the
 // op's attributes; the entry calls them, so elementwise fusion cannot reach them.
 // Integer GEMMs and everything else stay in the entry, to be generated.
@@ -105,19 +104,4 @@ func.func @biases(%a: tensor<4x16xbf16>, %b: tensor<16x8xbf16>, %bias: tensor<8x
   %n = "mlirc.matmul"(%fa, %nb) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
   %nbb = "mlirc.add"(%n, %nbias) {mlirc.addmm_bias} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   return %1, %r, %sq, %5, %6, %8, %nbb : tensor<4x8xbf16>, tensor<2x48xf32>, tensor<4x24xf32>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xf32>
-}
-
-// -----
-
-// The GPU keeps a half-type GEMM's bias add outside (its epilogues are fused there).
-// CHECK-LABEL: func.func @library_0
-// CHECK-SAME: mlirc.library = "mm"
-// CHECK-LABEL: func.func @on_the_gpu
-// CHECK: "mlirc.add"
-module attributes {mlirc.target = "cuda"} {
-  func.func @on_the_gpu(%a: tensor<4x16xbf16>, %b: tensor<16x8xbf16>, %bias: tensor<8xbf16>) -> tensor<4x8xbf16> attributes {mlirc.entry} {
-    %0 = "mlirc.matmul"(%a, %b) : (tensor<4x16xbf16>, tensor<16x8xbf16>) -> tensor<4x8xbf16>
-    %1 = "mlirc.add"(%0, %bias) {mlirc.addmm_bias} : (tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
-    return %1 : tensor<4x8xbf16>
-  }
 }

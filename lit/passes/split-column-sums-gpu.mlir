@@ -1,6 +1,6 @@
-// RUN: mlirc-opt %s -p mlirc-split-column-sums | FileCheck %s
+// RUN: mlirc-opt %s -p "mlirc-split-column-sums{longest-column=1024}" | FileCheck %s
 
-// On a GPU a strided sum stays whole up to 1024 rows (one tile's column walk): the
+// On a GPU (the GPU backend's `longest-column=1024`) a strided sum stays whole up to 1024 rows (one tile's column walk): the
 // batch-norm statistics of an 8x32x32x16 NHWC activation are cut once, at H, into
 // per-image sums of 1024 rows, then summed over the 8 images.
 // CHECK-LABEL: func.func @batch_norm_mean(

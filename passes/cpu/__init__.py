@@ -1,0 +1,1 @@
+"""CPU passes: the CPU backend's schedule, bufferization and LLVM lowering (one pass per file)."""
