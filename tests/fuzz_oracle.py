@@ -255,6 +255,11 @@ def _perturb_step(
     scale = torch.as_tensor(typical, dtype=value.dtype, device=value.device)
     if isinstance(magnitude, torch.Tensor) and magnitude.shape == value.shape:
         scale = torch.maximum(scale, magnitude.to(value.dtype).nan_to_num(0.0, 0.0, 0.0))
+    if dtype in HALF_TYPES:
+        # eager rounds each half step to its own ulp: a float32 value a rounding away
+        # from another half value (a softmax's 0.99976 between float16's 0.99951 and
+        # 1) lands on either, which frac or fmod by 1 then tells apart
+        scale = torch.maximum(scale, value.abs().nan_to_num(0.0, 0.0, 0.0))
     part = round(WOBBLE / abs(wobble))
     width = STEP_WOBBLE[dtype] * scale / part
     seed = 1 + sum(map(ord, name))

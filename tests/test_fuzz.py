@@ -249,6 +249,10 @@ def test_oracle_does_not_perturb_a_cast_of_bools():
 # (24602073849).  On CUDA: a cast of a comparison perturbed off 0 (18300054905, in
 # test_gpu_errors).
 SEEDS = [902002851, 904003176, 913003150, 934002845, 937003048, 1804005421, 6706020172, 9509028527, 24602073849]
+# Half-precision graphs (--half): frac and fmod by 1 of a softmax whose largest value
+# rounds to the half type's 1 or to the value below it, as its float32 sum's order
+# falls (754003892 in bfloat16, 755003961 in float16).
+HALF_SEEDS = [754003892, 755003961]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -256,3 +260,10 @@ def test_oracle_findings(seed):
     import fuzz_graphs
 
     assert fuzz_graphs.check(fuzz_graphs.generate(seed)) is None
+
+
+@pytest.mark.parametrize("seed", HALF_SEEDS)
+def test_half_oracle_findings(seed):
+    import fuzz_graphs
+
+    assert fuzz_graphs.check(fuzz_graphs.generate(seed, half=True)) is None
